@@ -1,0 +1,262 @@
+"""``make bench``: toolcall-guard against a direct call and a minimal pass-through proxy, plus the
+sanitizer micro-benchmark; writes ``bench/results/latest.md`` and prints the targets table.
+
+Every server (fake upstream, floor, toolcall-guard) runs in its own process on loopback,
+started and stopped here. Sizes come from flags or ``BENCH_*`` environment variables; the
+defaults take about 7 minutes on a 2-core machine, ``--quick`` about one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import phases, report, sanitize
+from bench.load import Loader, ensure_wrk
+from bench.servers import ROOT, Server, guard_available
+
+RESULTS = ROOT / "bench" / "results" / "latest.md"
+QUICK = phases.Config(
+    rounds=1,
+    seconds=1,
+    warmup=1,
+    pacing_requests=5,
+    streams=200,
+    stream_chunks=8,
+    leak_checkpoint=1_000,
+    leak_requests=5_000,
+    leak_floor=False,
+)
+_START = time.monotonic()
+
+
+def log(message: str) -> None:
+    print(f"[{time.monotonic() - _START:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+def _flag(text: str) -> bool:
+    return text.lower() in ("1", "true", "yes", "on")
+
+
+def parse(argv: list[str]) -> tuple[phases.Config, argparse.Namespace]:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a smoke run of about a minute")
+    parser.add_argument("--no-guard", action="store_true", help="direct and floor only")
+    parser.add_argument(
+        "--wait-guard",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="wait up to S seconds for proxy.app to become importable",
+    )
+    parser.add_argument("--skip-sanitizer", action="store_true")
+    parser.add_argument(
+        "--repair-log",
+        default=os.environ.get("BENCH_REPAIR_LOG", "memory://"),
+        help="toolcall-guard's repair log: memory:// (default), 'sqlite' (a file in the bench's "
+        "temporary directory) or any URL it accepts (env BENCH_REPAIR_LOG)",
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    base = QUICK if "--quick" in argv else phases.Config()
+    for f in dataclasses.fields(phases.Config):
+        convert = _flag if f.type == "bool" else type(getattr(base, f.name))
+        env = os.environ.get(f"BENCH_{f.name.upper()}")
+        default = getattr(base, f.name) if env is None else convert(env)
+        parser.add_argument(
+            f"--{f.name.replace('_', '-')}",
+            type=convert,
+            default=default,
+            help=f"(env BENCH_{f.name.upper()}, default {default})",
+        )
+    args = parser.parse_args(argv)
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(phases.Config)}
+    return phases.Config(**values), args
+
+
+def machine() -> dict[str, str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        check=False,
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=ROOT, text=True, capture_output=True, check=False
+    ).stdout.strip()
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {cpu}, "
+        f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "commit": (commit or "unknown") + (" (with uncommitted changes)" if dirty else ""),
+        "load average at start": _loadavg(),
+    }
+
+
+def _loadavg() -> str:
+    """1, 5 and 15-minute load averages: the machine is shared, this says how busy it was."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def want_guard(args: argparse.Namespace) -> bool:
+    if args.no_guard:
+        return False
+    deadline = time.monotonic() + args.wait_guard
+    while not guard_available():
+        if time.monotonic() >= deadline:
+            log("proxy.app is not importable: measuring direct and floor only")
+            return False
+        time.sleep(10)
+    return True
+
+
+def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    loader = Loader(workdir, ensure_wrk())
+    upstream = Server("upstream", logdir=workdir)
+    targets = {"direct": upstream}
+    out: dict[str, Any] = {"loader": loader.name, "leaks": {}, "logs": {}, "repair_log": "-"}
+    try:
+        targets["floor"] = Server("floor", upstream.url, workdir)
+        if want_guard(args):
+            url = args.repair_log
+            if url == "sqlite":
+                url = f"sqlite:///{workdir}/repairs.sqlite3"
+            targets["guard"] = Server("guard", upstream.url, workdir, url)
+            out["repair_log"] = url
+        out["targets"] = list(targets)
+        bench = phases.Bench(workdir, loader, upstream, targets)
+        out["check"] = phases.check(bench)
+        log(f"servers up ({', '.join(targets)}), load generator {loader.name}; warming up")
+        phases.warm(bench, config.warmup, phases.CLEAN)
+        out["rows"] = phases.scenarios(bench, config, phases.CLEAN, log)
+        log("paced streams")
+        out["pacing"] = phases.pacing(bench, config)
+        log(f"{config.streams} open streams")
+        out["held"] = phases.open_streams(bench, config)
+        proxies = {t: s for t, s in targets.items() if t != "direct"}
+        out["peaks"] = {t: s.peak_rss() for t, s in proxies.items()}
+        phases.warm(bench, config.warmup, phases.BROKEN)
+        out["rows"] += phases.scenarios(bench, config, phases.BROKEN, log)
+        out["after_broken"] = {t: (s.rss(), s.peak_rss()) for t, s in proxies.items()}
+        for t in [t for t in ("guard", "floor") if t in targets]:
+            if t != "floor" or config.leak_floor:
+                out["leaks"][t] = phases.leak(bench, t, config, log)
+        return out
+    finally:
+        for target, server in reversed(targets.items()):
+            server.stop()
+            out["logs"][target] = server.log_tail()
+
+
+def render(
+    meta: dict[str, str], config: phases.Config, out: dict[str, Any], sanitizer: str
+) -> tuple[str, str]:
+    fig = report.Figures(out["rows"])
+    pacing = report.Pacing(out["pacing"], config.pace_ms)
+    summary = report.summary(fig, pacing, out["leaks"])
+    sizes = ", ".join(f"{f.name}={getattr(config, f.name)}" for f in dataclasses.fields(config))
+    head = [f"- **{k}**: {v}" for k, v in meta.items()]
+    head += [
+        f"- **load generator**: {out['loader']}",
+        f"- **sizes**: {sizes}",
+        f"- **targets measured**: {', '.join(report.NAMES[t] for t in out['targets'])}",
+        f"- **toolcall-guard**: openai preset, repair log {out['repair_log']}",
+    ]
+    parts = [
+        "# Benchmark results",
+        "",
+        *head,
+        "",
+        "Medians over rounds; targets interleaved within each round; added = target - direct in "
+        "the same round. Floor = raw ASGI on uvicorn + aiohttp client (bench/floor.py). "
+        "CPU µs/req = CPU time of the server process the client talks to, per request: on this "
+        "shared machine the steadiest figure (latency and req/s move with the neighbours' load).",
+        "",
+        "## Targets",
+        "",
+        summary or "(toolcall-guard not measured)",
+        "",
+        "## Latency, concurrency 1 (ms)",
+        "",
+        report.latency_table(fig),
+        "",
+        "## Throughput, concurrency 32",
+        "",
+        report.throughput_table(fig),
+        "",
+        f"## Paced streams ({config.pacing_chunks} chunks, {config.pace_ms:g} ms apart, "
+        "concurrency 1, aiohttp client)",
+        "",
+        report.pacing_table(pacing, out["targets"], config.pacing_chunks),
+        "",
+        "## Memory",
+        "",
+        report.memory_tables(out, config.streams, fig),
+        "",
+        "Leak check mix: small json, small stream, 200-message json at concurrency 32 in a fresh "
+        "process (the broken history is left out: its repair records are kept by design).",
+        "",
+        "## Sanitizer micro-benchmark (bench/sanitize.py)",
+        "",
+        sanitizer,
+        "",
+        "## Response check",
+        "",
+        *[f"- {k}: {v}" for k, v in out["check"].items()],
+        "",
+        "## Server output (last lines; none expected)",
+        "",
+        *[f"- {report.NAMES[t]}: {_quote(text)}" for t, text in out["logs"].items()],
+        *[
+            f"- {report.NAMES[t]} (leak check): {_quote(leak['log'])}"
+            for t, leak in out["leaks"].items()
+        ],
+        "",
+    ]
+    return "\n".join(parts), summary
+
+
+def _quote(text: str) -> str:
+    return "(nothing)" if not text.strip() else "\n\n```\n" + text + "\n```"
+
+
+def main(argv: list[str]) -> None:
+    config, args = parse(argv)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    meta = machine()
+    with tempfile.TemporaryDirectory(prefix="toolcall-guard-bench-") as tmp:
+        out = measure(config, args, Path(tmp))
+    meta["load average at end"] = _loadavg()
+    sanitizer = "(skipped)"
+    if not args.skip_sanitizer:
+        log("sanitizer micro-benchmark")
+        sanitizer = sanitize.table(sanitize.run())
+    text, summary = render(meta, config, out, sanitizer)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    log(f"wrote {args.output}")
+    print(summary if "guard" in out["targets"] else text)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

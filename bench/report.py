@@ -1,0 +1,319 @@
+"""Figures out of the raw rows of a run: medians over rounds, added latency, ratios to the floor,
+the targets with pass/fail, and the markdown of ``bench/results/latest.md``."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+from bench.phases import BROKEN, SCENARIOS
+
+PROXIES = ("floor", "guard")
+NAMES = {"direct": "direct", "floor": "floor", "guard": "toolcall-guard"}
+
+
+def _median(values: Iterable[float]) -> float:
+    values = list(values)
+    return statistics.median(values) if values else float("nan")
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+class Figures:
+    """Medians over rounds of the load rows, per scenario and target."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in rows:
+            self.cells.setdefault((row["scenario"], row["target"]), []).append(row)
+        self.targets = list(dict.fromkeys(row["target"] for row in rows))
+
+    def get(self, scenario: str, target: str, key: str) -> float:
+        return _median(r[key] for r in self.cells.get((scenario, target), []))
+
+    def total(self, scenario: str, target: str, key: str) -> int:
+        return sum(r[key] for r in self.cells.get((scenario, target), []))
+
+    def added(self, scenario: str, target: str, key: str) -> float:
+        """Median over rounds of (target - direct) measured in the same round."""
+        direct = {r["round"]: r[key] for r in self.cells.get((scenario, "direct"), [])}
+        rows = self.cells.get((scenario, target), [])
+        return _median(r[key] - direct[r["round"]] for r in rows if r["round"] in direct)
+
+
+class Pacing:
+    """Time to first chunk and gaps between events, pooled over rounds, per body and target."""
+
+    def __init__(self, rows: list[dict[str, Any]], pace_ms: float) -> None:
+        self.pace = pace_ms
+        self.rows = rows
+
+    def _of(self, kind: str, target: str) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["kind"] == kind and r["target"] == target]
+
+    def ttfc(self, kind: str, target: str) -> float:
+        return _median(r["ttfc_ms"] for r in self._of(kind, target))
+
+    def gaps(self, kind: str, target: str) -> list[float]:
+        return [g for r in self._of(kind, target) for g in r["gaps_ms"]]
+
+    def deviation(self, kind: str, target: str, p: float) -> float:
+        return _pct([abs(g - self.pace) for g in self.gaps(kind, target)], p)
+
+    def complete(self, kind: str, target: str, chunks: int) -> str:
+        rows = self._of(kind, target)
+        return f"{sum(r['events'] == chunks and r['status'] == 200 for r in rows)}/{len(rows)}"
+
+
+def _ms(value: float, signed: bool = False) -> str:
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def _mib(value: float) -> str:
+    return f"{value / 2**20:.1f}"
+
+
+def check_rows(fig: Figures, pacing: Pacing, leaks: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The targets of the issue: (what, toolcall-guard, floor, goal, PASS/FAIL)."""
+    out: list[tuple[str, ...]] = []
+    if "guard" not in fig.targets:
+        return out
+    for s in SCENARIOS:
+        if s.kind == "broken":
+            continue
+        if s.concurrency == 1:
+            g, f = fig.added(s.name, "guard", "p50_ms"), fig.added(s.name, "floor", "p50_ms")
+            ok = g <= 1.3 * f
+            out.append(
+                (
+                    f"added p50 ms, {s.name}",
+                    _ms(g, True),
+                    _ms(f, True),
+                    f"≤ 1.3 x floor = {1.3 * f:.2f}",
+                    _verdict(ok),
+                )
+            )
+        else:
+            g, f = fig.get(s.name, "guard", "rps"), fig.get(s.name, "floor", "rps")
+            out.append(
+                (
+                    f"req/s, {s.name}",
+                    f"{g:.0f}",
+                    f"{f:.0f}",
+                    f"≥ 0.75 x floor = {0.75 * f:.0f}",
+                    _verdict(g >= 0.75 * f),
+                )
+            )
+    for kind in ("small", "history"):
+        direct = pacing.ttfc(kind, "direct")
+        g, f = pacing.ttfc(kind, "guard") - direct, pacing.ttfc(kind, "floor") - direct
+        out.append(
+            (
+                f"added time to first chunk ms, {kind}",
+                _ms(g, True),
+                _ms(f, True),
+                "≤ 1 ms",
+                _verdict(g <= 1.0),
+            )
+        )
+    for kind in ("small", "history"):
+        out.append(_pacing_row(pacing, kind))
+    if "guard" in leaks:
+        out.append(_leak_row(leaks))
+    return out
+
+
+def _pacing_row(pacing: Pacing, kind: str) -> tuple[str, ...]:
+    med = {t: _median(pacing.gaps(kind, t)) for t in ("direct", "floor", "guard")}
+    dev = {t: pacing.deviation(kind, t, 99) for t in ("direct", "floor", "guard")}
+    ok = abs(med["guard"] - pacing.pace) <= 2 and dev["guard"] <= dev["direct"] + 2
+    return (
+        f"chunk gaps ms (p50, p99 \\|gap - {pacing.pace:g}\\|), {kind}",
+        f"{med['guard']:.2f}, {dev['guard']:.2f}",
+        f"{med['floor']:.2f}, {dev['floor']:.2f}",
+        f"p50 within 2 of {pacing.pace:g}; p99 dev ≤ direct's ({dev['direct']:.2f}) + 2",
+        _verdict(ok),
+    )
+
+
+def _leak_row(leaks: dict[str, Any]) -> tuple[str, ...]:
+    def change(target: str) -> tuple[str, float]:
+        (_, rss1), (_, rss2) = leaks[target]["checkpoint"], leaks[target]["final"]
+        delta = (rss2 - rss1) / rss1 * 100
+        return f"{_mib(rss1)} → {_mib(rss2)} MiB ({delta:+.1f} %)", delta
+
+    guard, delta = change("guard")
+    floor = change("floor")[0] if "floor" in leaks else "-"
+    n1, n2 = leaks["guard"]["checkpoint"][0], leaks["guard"]["final"][0]
+    return (
+        f"RSS after {n1:,} → {n2:,} requests",
+        guard,
+        floor,
+        "± 10 %",
+        _verdict(abs(delta) <= 10),
+    )
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def summary(fig: Figures, pacing: Pacing, leaks: dict[str, Any]) -> str:
+    """The targets table (what the README shows)."""
+    header = ("target", "toolcall-guard", "floor", "goal", "result")
+    return _table(header, check_rows(fig, pacing, leaks))
+
+
+def latency_table(fig: Figures) -> str:
+    """Concurrency 1: p50/p99 per target, added over direct, ratio to the floor, CPU/request."""
+    header = ["scenario"] + [f"{NAMES[t]} p50 / p99" for t in fig.targets]
+    header += [f"{NAMES[t]} added p50 / p99" for t in fig.targets if t != "direct"]
+    header += ["guard ÷ floor (added p50)"] if "guard" in fig.targets else []
+    header += [f"{NAMES[t]} CPU µs/req" for t in fig.targets]
+    rows = []
+    for s in (s for s in SCENARIOS if s.concurrency == 1):
+        n = s.name
+        row = [n] + [
+            f"{_ms(fig.get(n, t, 'p50_ms'))} / {_ms(fig.get(n, t, 'p99_ms'))}" for t in fig.targets
+        ]
+        row += [
+            f"{_ms(fig.added(n, t, 'p50_ms'), True)} / {_ms(fig.added(n, t, 'p99_ms'), True)}"
+            for t in fig.targets
+            if t != "direct"
+        ]
+        if "guard" in fig.targets:
+            row.append(f"{fig.added(n, 'guard', 'p50_ms') / fig.added(n, 'floor', 'p50_ms'):.2f}")
+        row += [f"{fig.get(n, t, 'cpu_us'):.0f}" for t in fig.targets]
+        rows.append(tuple(row))
+    return _table(tuple(header), rows)
+
+
+def throughput_table(fig: Figures) -> str:
+    """Concurrency 32: requests/s, p50/p99, ratio to the floor, CPU per request, errors."""
+    header = ["scenario"] + [f"{NAMES[t]} req/s" for t in fig.targets]
+    header += ["guard ÷ floor"] if "guard" in fig.targets else []
+    header += [f"{NAMES[t]} p50 / p99" for t in fig.targets]
+    header += [f"{NAMES[t]} CPU µs/req" for t in fig.targets] + ["errors / non-2xx"]
+    rows = []
+    for s in (s for s in SCENARIOS if s.concurrency != 1):
+        n = s.name
+        row = [n] + [f"{fig.get(n, t, 'rps'):.0f}" for t in fig.targets]
+        if "guard" in fig.targets:
+            row.append(f"{fig.get(n, 'guard', 'rps') / fig.get(n, 'floor', 'rps'):.2f}")
+        row += [
+            f"{_ms(fig.get(n, t, 'p50_ms'))} / {_ms(fig.get(n, t, 'p99_ms'))}" for t in fig.targets
+        ]
+        row += [f"{fig.get(n, t, 'cpu_us'):.0f}" for t in fig.targets]
+        errors = sum(fig.total(n, t, "errors") for t in fig.targets)
+        non2xx = sum(fig.total(n, t, "non2xx") for t in fig.targets)
+        rows.append((*row, f"{errors} / {non2xx}"))
+    return _table(tuple(header), rows)
+
+
+def pacing_table(pacing: Pacing, targets: list[str], chunks: int) -> str:
+    """Paced streams: time to first chunk, added over direct, gaps, completeness."""
+    header = (
+        "body",
+        "target",
+        "TTFC p50 ms",
+        "added",
+        "gap p50 ms",
+        "gap p1 / p99 ms",
+        "\\|gap - pace\\| p99 / max ms",
+        "complete",
+    )
+    rows = []
+    for kind in ("small", "history"):
+        direct = pacing.ttfc(kind, "direct")
+        for t in targets:
+            gaps = pacing.gaps(kind, t)
+            rows.append(
+                (
+                    kind,
+                    NAMES[t],
+                    _ms(pacing.ttfc(kind, t)),
+                    _ms(pacing.ttfc(kind, t) - direct, True),
+                    _ms(_median(gaps)),
+                    f"{_ms(_pct(gaps, 1))} / {_ms(_pct(gaps, 99))}",
+                    f"{_ms(pacing.deviation(kind, t, 99))} / {_ms(pacing.deviation(kind, t, 100))}",
+                    pacing.complete(kind, t, chunks),
+                )
+            )
+    return _table(header, rows)
+
+
+def memory_tables(out: dict[str, Any], streams: int, fig: Figures) -> str:
+    """RSS of each proxy: with many open streams, over the bench run, along the leak check."""
+    held = {r["target"]: r for r in out["held"]}
+    open_rows = []
+    for t, h in held.items():
+        per = (h["rss_peak_during"] - h["rss_before"]) / max(h["opened"], 1) / 1024
+        open_rows.append(
+            (
+                NAMES[t],
+                f"{_mib(h['rss_before'])} → {_mib(h['rss_open'])} → {_mib(h['rss_after'])}",
+                _mib(h["rss_peak_during"]),
+                f"{per:.1f}",
+                f"{h['opened']} / {h['completed']}",
+                f"{h['open_seconds']:.1f}",
+            )
+        )
+    header = (
+        "proxy",
+        "RSS MiB idle → all open → all closed",
+        "peak MiB",
+        "KiB per stream",
+        "opened / completed",
+        "all open after s",
+    )
+    run_rows = []
+    for t, peak in out["peaks"].items():
+        rss, peak_after = out["after_broken"].get(t, (0, 0))
+        records = sum(fig.total(s.name, t, "requests") for s in BROKEN) if t == "guard" else 0
+        leak = out["leaks"].get(t)
+        series = ", ".join(f"{_mib(r)} @ {n:,}" for n, r in _thin(leak["series"])) if leak else "-"
+        run_rows.append(
+            (
+                NAMES[t],
+                _mib(peak),
+                f"{_mib(rss)} (peak {_mib(peak_after)})",
+                f"{records:,}" if t == "guard" else "-",
+                series,
+                _mib(leak["peak"]) if leak else "-",
+            )
+        )
+    header2 = (
+        "proxy",
+        "peak RSS MiB, clean scenarios + open streams",
+        "RSS MiB after the broken scenarios",
+        "repair records written (repaired requests)",
+        "leak check (fresh process): RSS MiB @ requests",
+        "leak check peak MiB",
+    )
+    return "\n\n".join(
+        [
+            f"{streams:,} streams open at once (small body, paced upstream):",
+            _table(header, open_rows),
+            "RSS over the run:",
+            _table(header2, run_rows),
+        ]
+    )
+
+
+def _thin(series: list[tuple[int, int]], keep: int = 8) -> list[tuple[int, int]]:
+    if len(series) <= keep:
+        return series
+    step = (len(series) - 1) / (keep - 1)
+    return [series[round(i * step)] for i in range(keep)]

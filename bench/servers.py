@@ -1,0 +1,153 @@
+"""The bench's servers, each in its own process: the fake upstream, the floor and toolcall-guard.
+
+``python -m bench.servers KIND PORT [UPSTREAM [REPAIR_LOG_URL]]`` serves one of them on 127.0.0.1
+with uvicorn (uvloop, httptools, no access log); :class:`Server` starts such a process, waits
+until it accepts connections, reads its memory and CPU from ``/proc`` and stops it.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+KINDS = ("upstream", "floor", "guard")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def guard_available() -> bool:
+    """Whether toolcall-guard's app factory can be imported (it may still be in the making)."""
+    probe = [sys.executable, "-c", "from proxy.app import create_app"]
+    return subprocess.run(probe, cwd=ROOT, capture_output=True, check=False).returncode == 0
+
+
+class Server:
+    """One server process on a free loopback port."""
+
+    def __init__(
+        self,
+        kind: str,
+        upstream: str = "",
+        logdir: Path | None = None,
+        repair_log: str = "memory://",
+    ) -> None:
+        self.kind = kind
+        self.repair_log = repair_log
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = (logdir or Path("/tmp")) / f"bench-{kind}-{self.port}.log"
+        command = [sys.executable, "-m", "bench.servers", kind, str(self.port), upstream]
+        command.append(repair_log)
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        self._wait_ready()
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The end of what the server wrote (it writes nothing unless something went wrong)."""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def _wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.kind} exited with {self.process.returncode}:\n{self.log_tail()}"
+                )
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{self.kind} did not listen on {self.port} within {timeout:g} s")
+
+    def _status(self, field: str) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError(f"no {field} for pid {self.process.pid}")
+
+    def rss(self) -> int:
+        """Resident memory right now, bytes."""
+        return self._status("VmRSS")
+
+    def peak_rss(self) -> int:
+        """The highest resident memory since the process started, bytes."""
+        return self._status("VmHWM")
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time the process used so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+
+    def stop(self) -> None:
+        """SIGTERM (uvicorn shuts down gracefully), SIGKILL if it hangs."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _app(kind: str, upstream: str, repair_log: str) -> Any:
+    if kind == "upstream":
+        from bench.upstream import app
+
+        return app
+    if kind == "floor":
+        from bench.floor import Floor
+
+        return Floor(upstream)
+    from proxy.app import create_app
+    from proxy.settings import load_settings
+
+    settings = load_settings(
+        upstreams={"openai": {"base_url": upstream + "/v1", "models": ["*"], "policy": "openai"}},
+        routing={"default": "openai"},
+        repair_log={"url": repair_log},
+    )
+    return create_app(settings)
+
+
+def main(argv: list[str]) -> None:
+    """Serve ``KIND`` on ``PORT`` until SIGTERM."""
+    import uvicorn
+
+    kind, port = argv[0], int(argv[1])
+    upstream = argv[2] if len(argv) > 2 else ""
+    repair_log = argv[3] if len(argv) > 3 else "memory://"
+    # 1,000 open streams take ~2,000 descriptors in a proxy (client side and upstream side).
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    uvicorn.run(
+        _app(kind, upstream, repair_log),
+        host="127.0.0.1",
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+        timeout_keep_alive=60,
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,89 @@
+"""A fast fake upstream: a fixed chat completion, as JSON or as an SSE stream, never validating.
+
+Raw ASGI so that the upstream costs as little as possible and the differences between targets
+stay visible. The body is read and ignored except for one byte search for ``"stream": true``.
+Two request headers shape a stream (the proxies forward unknown headers untouched):
+``x-bench-chunks`` (number of content chunks, default 20) and ``x-bench-pace-ms`` (pause
+between chunks, default 0). The first chunk leaves with the response headers, unpaced, so that
+time to first chunk measures the path and not the pacing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.types import Receive, Scope, Send
+
+COMPLETION = (
+    b'{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"bench",'
+    b'"choices":[{"index":0,"message":{"role":"assistant","content":"The answer is 42."},'
+    b'"logprobs":null,"finish_reason":"stop"}],'
+    b'"usage":{"prompt_tokens":12,"completion_tokens":6,"total_tokens":18}}'
+)
+CHUNK = (
+    b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,'
+    b'"model":"bench","choices":[{"index":0,"delta":{"content":"token "},'
+    b'"finish_reason":null}]}\n\n'
+)
+DONE = b"data: [DONE]\n\n"
+
+_JSON_HEADERS = [
+    (b"content-type", b"application/json"),
+    (b"content-length", str(len(COMPLETION)).encode()),
+]
+_SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+
+
+def _wants_stream(body: bytes) -> bool:
+    return b'"stream":true' in body or b'"stream": true' in body
+
+
+def _stream_shape(headers: list[tuple[bytes, bytes]]) -> tuple[int, float]:
+    chunks, pace_ms = 20, 0.0
+    for name, value in headers:
+        if name == b"x-bench-chunks":
+            chunks = int(value)
+        elif name == b"x-bench-pace-ms":
+            pace_ms = float(value)
+    return chunks, pace_ms / 1000
+
+
+async def _drain(receive: Receive) -> bytes:
+    parts = []
+    while True:
+        message = await receive()
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+async def _stream(send: Send, chunks: int, pace: float) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+    for n in range(chunks):
+        if n and pace:
+            await asyncio.sleep(pace)
+        await send({"type": "http.response.body", "body": CHUNK, "more_body": True})
+    await send({"type": "http.response.body", "body": DONE, "more_body": False})
+
+
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The fake provider: every HTTP request gets the fixed completion."""
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+        return
+    body = await _drain(receive)
+    if _wants_stream(body):
+        await _stream(send, *_stream_shape(scope["headers"]))
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": _JSON_HEADERS})
+    await send({"type": "http.response.body", "body": COMPLETION})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,103 @@
+"""Admin authentication for ``/repairs``, the viewer's API calls and any other admin endpoint.
+
+- Admin token set (the env var ``server.admin_token_env`` names, by default
+  ``TOOLCALL_GUARD_ADMIN_TOKEN``): requests need ``Authorization: Bearer <token>``, else 401.
+- No token and the server listens on loopback only: open (only this machine can ask).
+- No token and the server listens beyond loopback: 403, saying how to set one.
+
+Errors come in the OpenAI shape. Routers using :func:`require_admin` declare
+``route_class=AdminRoute``, which renders :class:`~proxy.errors.ProxyError` (auth included) and
+invalid parameters (400 naming the parameter, instead of FastAPI's 422) in that shape.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+
+from proxy.errors import ProxyError, Unauthorized
+from proxy.settings import Settings
+
+
+class AdminTokenRequired(ProxyError):
+    """403: an admin endpoint reachable from the network with no admin token configured."""
+
+    status = 403
+    openai_type = "permission_error"
+    code = "admin_token_required"
+
+
+class AdminUnauthorized(Unauthorized):
+    code = "invalid_admin_token"
+
+
+class InvalidParameter(ProxyError):
+    """400: a query or path parameter is malformed or out of range."""
+
+    status = 400
+    openai_type = "invalid_request_error"
+    code = "invalid_parameter"
+
+
+async def require_admin(request: Request) -> None:
+    """FastAPI dependency guarding an admin endpoint (see the module docstring)."""
+    settings: Settings = request.app.state.settings
+    token = settings.admin_token()
+    if token is None:
+        if settings.server.is_loopback():
+            return
+        env = settings.server.admin_token_env
+        raise AdminTokenRequired(
+            f"This admin endpoint is reachable beyond loopback ({settings.server.host}) and no "
+            f"admin token is set. Set one in the environment variable {env} (named by "
+            "server.admin_token_env) and send it as 'Authorization: Bearer <token>'."
+        )
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    expected = token.encode()
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+        raise AdminUnauthorized(
+            "This admin endpoint needs 'Authorization: Bearer <admin token>'; the token is "
+            f"missing or wrong (it is set in {settings.server.admin_token_env})."
+        )
+
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+class AdminRoute(APIRoute):
+    """Renders proxy errors and invalid parameters in the OpenAI error shape."""
+
+    def get_route_handler(self) -> Handler:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                return error_response(_invalid(exc))
+            except ProxyError as exc:
+                return error_response(exc)
+
+        return route
+
+
+def error_response(error: ProxyError) -> Response:
+    headers = {"www-authenticate": "Bearer"} if isinstance(error, Unauthorized) else None
+    return Response(
+        error.body(), status_code=error.status, media_type="application/json", headers=headers
+    )
+
+
+def _invalid(exc: RequestValidationError) -> InvalidParameter:
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = tuple(first.get("loc", ()))
+    param = str(loc[-1]) if len(loc) > 1 else None
+    detail = str(first.get("msg", "invalid value"))
+    where = f"{param}: " if param else ""
+    return InvalidParameter(f"Invalid parameter {where}{detail}.", param=param)

@@ -1,0 +1,229 @@
+"""``/repairs``: inspect the repair log (admin; see :mod:`proxy.api.auth`).
+
+- ``GET /repairs``: summaries, newest first, filtered, cursor-paginated.
+- ``GET /repairs/stats``: counts by outcome, rule, upstream and upstream error kind.
+- ``GET /repairs/{record_id}``: the full record and a diff of received vs forwarded messages.
+- ``DELETE /repairs?before=``: delete older records; returns how many.
+
+Reads ``request.app.state.repair_log`` (a :class:`~proxy.repairlog.RepairLog`) and
+``request.app.state.settings``. Mount :data:`router` at the app root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from proxy.api.auth import AdminRoute, InvalidParameter, require_admin
+from proxy.errors import ProxyError
+from proxy.repairlog import InvalidQuery, RecordQuery, RepairLog, RepairLogError, record_diff
+from proxy.repairlog.base import DEFAULT_LIMIT, MAX_LIMIT, utc
+
+OutcomeName = Literal["repaired", "rejected", "warned", "upstream_rejected"]
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+class RecordNotFound(ProxyError):
+    status = 404
+    openai_type = "invalid_request_error"
+    code = "record_not_found"
+
+
+class RepairLogDown(ProxyError):
+    status = 503
+    openai_type = "server_error"
+    code = "repair_log_unavailable"
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorResponse(BaseModel):
+    """The OpenAI error shape."""
+
+    error: ErrorDetail
+
+
+class FindingOut(BaseModel):
+    """A rule's finding; ``path`` points into the received body (``messages[5].tool_calls[1]``)."""
+
+    model_config = ConfigDict(extra="allow")
+    rule: str = ""
+    action: str = ""
+    path: str = ""
+    detail: str = ""
+
+
+class RecordSummary(BaseModel):
+    id: str
+    created_at: Timestamp
+    upstream: str
+    model: str | None
+    path: str
+    stream: bool
+    outcome: OutcomeName
+    upstream_status: int | None
+    upstream_error_kind: str | None
+    request_id: str | None
+    duration_ms: float | None
+    sanitize_ms: float | None
+    upstream_ms: float | None
+    rules: dict[str, int] = Field(description="findings per rule")
+    findings: list[FindingOut]
+
+
+class RecordPage(BaseModel):
+    data: list[RecordSummary]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page")
+
+
+class DiffEntry(BaseModel):
+    op: Literal["unchanged", "changed", "removed", "added"]
+    received: int | None = Field(description="index in the received messages")
+    forwarded: int | None = Field(description="index in the forwarded messages")
+    role: str | None
+    keys: list[str] = Field(description="changed key paths (op = changed)")
+    rules: list[str] = Field(description="rules with findings in the received message")
+
+
+class RecordDiff(BaseModel):
+    messages: list[DiffEntry]
+    unified: str | None = Field(description="unified diff of the pretty-printed messages")
+
+
+class RecordDetail(RecordSummary):
+    upstream_error: str | None
+    received: Any
+    forwarded: Any
+    diff: RecordDiff | None = Field(description="null when nothing was forwarded")
+
+
+class Stats(BaseModel):
+    total: int
+    since: Timestamp | None
+    by_outcome: dict[str, int]
+    by_rule: dict[str, int] = Field(description="records in which each rule fired")
+    by_upstream: dict[str, int]
+    by_error_kind: dict[str, int] = Field(description="upstream 4xx answers by classified kind")
+
+
+class Deleted(BaseModel):
+    deleted: int
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": text}
+    for code, text in (
+        (400, "invalid parameter (named in error.param)"),
+        (401, "admin token missing or wrong"),
+        (403, "no admin token set while listening beyond loopback"),
+        (503, "repair log unavailable"),
+    )
+}
+
+router = APIRouter(
+    tags=["repairs"],
+    route_class=AdminRoute,
+    dependencies=[Depends(require_admin)],
+    responses=ERRORS,
+)
+
+Text = Annotated[str | None, Query(max_length=1000)]
+Since = Annotated[datetime | None, Query(description="ISO-8601; inclusive")]
+
+
+@router.get("/repairs", response_model=RecordPage, summary="List records, newest first")
+async def list_repairs(
+    request: Request,
+    *,
+    upstream: Text = None,
+    model: Text = None,
+    outcome: OutcomeName | None = None,
+    rule: Text = None,
+    since: Since = None,
+    until: Annotated[datetime | None, Query(description="ISO-8601; exclusive")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+) -> dict[str, Any]:
+    """Record summaries (no bodies) matching every filter given; ``next_cursor`` names the next
+    page (null on the last)."""
+    try:
+        q = RecordQuery(upstream, model, outcome, rule, since, until, limit, cursor)
+    except InvalidQuery as exc:
+        raise InvalidParameter(str(exc), param=exc.param) from None
+    with _available():
+        data, next_cursor = await _log(request).query(q)
+    return {"data": data, "next_cursor": next_cursor}
+
+
+@router.get("/repairs/stats", response_model=Stats, summary="Counts by outcome, rule, upstream")
+async def repair_stats(request: Request, since: Since = None) -> dict[str, Any]:
+    """Counts of records (from ``since`` on, when given)."""
+    moment = None if since is None else _moment(since, "since")
+    with _available():
+        return await _log(request).stats(moment)
+
+
+@router.get(
+    "/repairs/{record_id}",
+    response_model=RecordDetail,
+    summary="One record with its diff",
+    responses={404: {"model": ErrorResponse, "description": "no such record"}},
+)
+async def get_repair(
+    request: Request, record_id: Annotated[str, Path(max_length=200)]
+) -> dict[str, Any]:
+    """The full record as stored, plus a diff of the received and forwarded messages."""
+    record = None
+    if "\x00" not in record_id:
+        with _available():
+            record = await _log(request).get(record_id)
+    if record is None:
+        raise RecordNotFound(f"No record with id {record_id!r}.", param="record_id")
+    record["diff"] = await asyncio.to_thread(
+        record_diff, record["received"], record["forwarded"], record["findings"]
+    )
+    return record
+
+
+@router.delete("/repairs", response_model=Deleted, summary="Delete records older than a moment")
+async def delete_repairs(
+    request: Request,
+    before: Annotated[datetime, Query(description="ISO-8601; records created before it go")],
+) -> dict[str, int]:
+    """Delete every record created before ``before``; returns how many were deleted."""
+    moment = _moment(before, "before")
+    with _available():
+        return {"deleted": await _log(request).delete(moment)}
+
+
+def _moment(value: datetime, param: str) -> datetime:
+    try:
+        return utc(value, param)
+    except InvalidQuery as exc:
+        raise InvalidParameter(str(exc), param=param) from None
+
+
+def _log(request: Request) -> RepairLog:
+    log: RepairLog | None = getattr(request.app.state, "repair_log", None)
+    if log is None:
+        raise RepairLogDown("The repair log is not open.")
+    return log
+
+
+@contextmanager
+def _available() -> Iterator[None]:
+    try:
+        yield
+    except RepairLogError as exc:
+        raise RepairLogDown(f"The repair log is unavailable: {exc}") from None

@@ -1,0 +1,155 @@
+"""The application factory: ``create_app(settings)`` builds the app, its lifespan wires the I/O.
+
+Nothing happens at import time. Requests under ``/v1/…`` and ``/{upstream}/v1/…`` go straight
+to the raw ASGI :class:`~proxy.api.chat.ProxyEndpoint`; everything else (``/repairs``,
+``/healthz``, ``/readyz``, ``/metrics``) is FastAPI. In front of both sits the one handler for
+the unexpected: it logs the traceback and answers in the OpenAI error shape, never with a bare
+500 page.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import httpx
+from fastapi import FastAPI, Request, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from proxy.api import ops, repairs, ui
+from proxy.api.chat import ProxyEndpoint
+from proxy.errors import ProxyError
+from proxy.relay.aiohttp_engine import AiohttpRelay
+from proxy.relay.asgi import RESPONSE_STARTED, send_error
+from proxy.relay.base import Relay
+from proxy.relay.httpx_engine import HttpxRelay
+from proxy.repairlog import RecordWriter, RepairLog, RepairLogUnavailable, open_repair_log
+from proxy.routing import split_path
+from proxy.settings import Settings
+
+LOGGER = logging.getLogger("toolcall_guard")
+
+
+class InternalError(ProxyError):
+    """Anything unexpected, as the client sees it (the traceback stays in the log)."""
+
+    status = 502
+    openai_type = "server_error"
+    code = "proxy_internal_error"
+
+
+class Front:
+    """Raw ASGI in front of FastAPI: dispatches proxied paths, catches the unexpected.
+
+    Proxied paths never enter Starlette's middleware stack: its per-request wrappers would cost
+    the hot path more than the dispatch itself.
+    """
+
+    def __init__(self, app: ASGIApp, proxy: ProxyEndpoint) -> None:
+        self.app = app
+        self.proxy = proxy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        target = split_path(scope["path"])
+        try:
+            if target is not None:  # the hot path marks the scope itself: no wrapper per send
+                await self.proxy(scope, receive, send, target)
+            else:
+                await self.app(scope, receive, _marking(scope, send))
+        except Exception:  # the single handler for the unexpected
+            LOGGER.exception("unexpected error on %s %s", scope["method"], scope["path"])
+            if not scope.get(RESPONSE_STARTED):
+                error = InternalError("The proxy failed unexpectedly; see its log.")
+                await send_error(send, error, [])
+
+
+class ToolcallGuard(FastAPI):
+    """The FastAPI app (ops and ``/repairs``) behind :class:`Front`, the raw proxy dispatch."""
+
+    front: Front
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.front(scope, receive, send)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """What Starlette's error middleware answers before :class:`Front` logs the exception."""
+    error = InternalError("The proxy failed unexpectedly; see its log.")
+    return Response(error.body(), status_code=error.status, media_type="application/json")
+
+
+def _marking(scope: Scope, send: Send) -> Send:
+    async def marked(message: Message) -> None:
+        scope[RESPONSE_STARTED] = True
+        await send(message)
+
+    return marked
+
+
+def create_app(
+    settings: Settings,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    repair_log: RepairLog | None = None,
+) -> FastAPI:
+    """Build the proxy app. ``transport`` sends upstream traffic through httpx with it (tests);
+    ``repair_log`` replaces the log ``settings.repair_log.url`` names."""
+    proxy = ProxyEndpoint(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:  # closes whatever was opened, in reverse
+            if repair_log is None:
+                _make_sqlite_dir(settings.repair_log.url)
+            log = repair_log or open_repair_log(settings.repair_log.url)
+            stack.push_async_callback(log.close)
+            await _open_log(log)
+            relay: Relay = (
+                HttpxRelay(settings.upstreams, transport)
+                if transport is not None
+                else AiohttpRelay(settings.upstreams)
+            )
+            stack.push_async_callback(relay.aclose)
+            writer = RecordWriter(log, settings.repair_log)
+            writer.start()
+            stack.push_async_callback(writer.stop)  # drains the queue before the log closes
+            app.state.relay, app.state.repair_log, app.state.writer = relay, log, writer
+            proxy.bind(relay, writer)
+            stack.callback(proxy.bind, None, None)
+            yield
+
+    app = ToolcallGuard(title="toolcall-guard", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.front = Front(super(ToolcallGuard, app).__call__, proxy)
+    app.state.settings = settings
+    app.state.proxy = proxy
+    app.add_exception_handler(Exception, _internal_error)
+    for router in (ops.router, repairs.router, ui.router):
+        app.include_router(router)
+    return app
+
+
+async def _open_log(log: RepairLog) -> None:
+    """Open the repair log; a backend that is down at start does not stop the proxy.
+
+    The writer connects (and migrates) on its next batch, records wait in its queue meanwhile,
+    and ``/readyz`` answers 503 until the log answers. Any other error (a schema newer than this
+    version) still stops the start.
+    """
+    try:
+        await log.open()
+    except RepairLogUnavailable as exc:
+        LOGGER.warning("repair log unavailable at start, serving without it for now: %s", exc)
+
+
+def _make_sqlite_dir(url: str) -> None:
+    """Create the directory of a ``sqlite:///relative/file`` log (``data/`` by default)."""
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///").split("?", 1)[0]
+        with contextlib.suppress(OSError):  # then the log is unavailable: see _open_log
+            Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,107 @@
+"""``toolcall-guard check``: lint a saved request body or messages array offline.
+
+Exit status: 0 clean, 1 findings that were repaired (or only warned about), 2 rejected,
+3 unreadable input or configuration (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+from proxy.errors import ConfigError
+from proxy.messages import MalformedHistory, messages_of
+from proxy.policy import PRESETS, Outcome, Policy, apply_policy, build_policy
+from proxy.rules import RULES
+from proxy.settings import Settings, load_settings
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_REJECTED, EXIT_UNREADABLE = 0, 1, 2, 3
+
+
+class Unreadable(Exception):
+    """Input or configuration the command cannot work on; its message is the one-line reason."""
+
+
+def _read(source: str) -> Any:
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise Unreadable(f"cannot read {source}: {exc.strerror}") from exc
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise Unreadable(f"{source} is not valid JSON: {exc}") from exc
+
+
+def _policy(settings: Settings, upstream: str | None, body: dict[str, Any]) -> tuple[str, Policy]:
+    """The policy of the named upstream, of the upstream routing would pick, or a preset."""
+    from proxy.routing import upstream_for_model
+
+    if upstream is None:
+        upstream = upstream_for_model(settings, body.get("model"))
+        if upstream is None:
+            raise Unreadable("no upstream matches; name one with --upstream")
+    if upstream in settings.upstreams:
+        return upstream, settings.policy_for(upstream)
+    if upstream in PRESETS:
+        return upstream, build_policy(upstream)
+    allowed = ", ".join([*settings.upstreams, *PRESETS])
+    raise Unreadable(f"unknown upstream {upstream!r}; allowed: {allowed}")
+
+
+def _print_text(outcome: Outcome, upstream: str, policy: Policy, out: TextIO) -> None:
+    print(f"upstream {upstream} (policy {policy.name}): {outcome.status}", file=out)
+    for finding in outcome.findings:
+        print(f"  {finding.path}  {finding.rule}  [{finding.action}]  {finding.detail}", file=out)
+        print(f"      fix in the client: {RULES[finding.rule].hint}", file=out)
+
+
+def _exit_code(outcome: Outcome) -> int:
+    if outcome.rejected:
+        return EXIT_REJECTED
+    return EXIT_FINDINGS if outcome.findings else EXIT_CLEAN
+
+
+def check(args: argparse.Namespace, out: TextIO) -> int:
+    data = _read(args.file)
+    bare = type(data) is list
+    body = {"messages": data} if bare else data
+    try:
+        messages = messages_of(body)
+    except MalformedHistory as exc:
+        raise Unreadable(f"{args.file}: {exc}") from exc
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as exc:
+        raise Unreadable(str(exc)) from exc
+    upstream, policy = _policy(settings, args.upstream, body)
+    outcome = apply_policy(messages, policy)
+    fixed: Any = outcome.messages if bare else {**body, "messages": outcome.messages}
+    if args.format == "json":
+        report: dict[str, Any] = {
+            "upstream": upstream,
+            "policy": policy.name,
+            "status": outcome.status,
+            "findings": [f.as_dict() | {"hint": RULES[f.rule].hint} for f in outcome.findings],
+        }
+        if args.fix:
+            report["fixed"] = None if outcome.rejected else fixed
+        out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.fix and not outcome.rejected:
+        out.write(orjson.dumps(fixed, option=orjson.OPT_INDENT_2).decode() + "\n")
+        _print_text(outcome, upstream, policy, sys.stderr)
+    else:
+        _print_text(outcome, upstream, policy, out)
+    return _exit_code(outcome)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    try:
+        return check(args, sys.stdout)
+    except Unreadable as exc:
+        print(f"toolcall-guard check: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE

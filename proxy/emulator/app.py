@@ -1,0 +1,211 @@
+"""The emulators as a raw ASGI app (no framework: it is also the benchmark's fake upstream).
+
+Routes, per provider prefix (``/v1`` for openai and deepseek; ``/v1beta/openai`` and ``/v1``
+for gemini): ``POST {prefix}/chat/completions`` and ``GET {prefix}/models``; anything else is a
+404 in the provider's error shape.
+
+Test knobs, as request headers on ``POST …/chat/completions``:
+
+- ``x-emulator-status: 429`` answers that status with the provider's error body before any
+  validation (429 and 503 carry ``retry-after: 1``);
+- ``x-emulator-pacing-ms: 20`` and ``x-emulator-chunks: 5`` override the app's `pacing_ms` and
+  `chunks` for one streamed answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.emulator.common import Rejection
+from proxy.emulator.completion import CREATED, completion_json, plan, stream_frames
+from proxy.emulator.validators import PROVIDERS, forced, not_found, not_json, validate
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+PREFIXES = {"openai": ("/v1",), "deepseek": ("/v1",), "gemini": ("/v1beta/openai", "/v1")}
+MODELS = {
+    "openai": ("gpt-4o", "gpt-4o-mini", "o3"),
+    "deepseek": ("deepseek-chat", "deepseek-reasoner", "deepseek-v4-flash", "deepseek-r1"),
+    "gemini": ("models/gemini-2.5-flash", "models/gemini-3-pro-preview"),
+}
+_JSON = b"application/json"
+_RETRY_STATUSES = (429, 503)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedRequest:
+    """A request as the emulator received it (headers keyed in lower case)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+def create_emulator_app(
+    provider: str,
+    *,
+    pacing_ms: float = 0.0,
+    chunks: int | None = None,
+    received: list[ReceivedRequest] | None = None,
+) -> EmulatorApp:
+    """A strict fake `provider` (openai, deepseek or gemini) as an ASGI app.
+
+    `pacing_ms` spaces the SSE frames of streamed answers, `chunks` sets how many pieces the
+    streamed text is cut into (one per word when None), and every request is appended to
+    `received` when a list is given.
+    """
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
+    return EmulatorApp(provider, pacing_ms=pacing_ms, chunks=chunks, received=received)
+
+
+class EmulatorApp:
+    """The ASGI callable; see `create_emulator_app`."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        pacing_ms: float,
+        chunks: int | None,
+        received: list[ReceivedRequest] | None,
+    ) -> None:
+        self.provider = provider
+        self.pacing_ms = pacing_ms
+        self.chunks = chunks
+        self.received = received
+        prefixes = PREFIXES[provider]
+        self._chat_paths = frozenset(p + "/chat/completions" for p in prefixes)
+        self._model_paths = frozenset(p + "/models" for p in prefixes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        request = ReceivedRequest(
+            method=scope["method"],
+            path=scope["path"],
+            headers=_headers(scope["headers"]),
+            body=await _read_body(receive),
+        )
+        if self.received is not None:
+            self.received.append(request)
+        if request.method == "POST" and request.path in self._chat_paths:
+            await self._chat(request, send)
+        elif request.method == "GET" and request.path in self._model_paths:
+            await _respond(send, 200, self._models())
+        else:
+            await _reject(send, not_found(self.provider, request.method, request.path))
+
+    async def _chat(self, request: ReceivedRequest, send: Send) -> None:
+        status = _int_header(request.headers, "x-emulator-status")
+        if status is not None and 400 <= status <= 599:
+            await _reject(send, forced(self.provider, status))
+            return
+        try:
+            body = orjson.loads(request.body)
+        except orjson.JSONDecodeError as error:
+            await _reject(send, not_json(self.provider, error.lineno, error.colno))
+            return
+        rejection = validate(self.provider, body, raw=request.body)
+        if rejection is not None:
+            await _reject(send, rejection)
+            return
+        answer = plan(self.provider, body, request.body)
+        if body.get("stream") is not True:
+            await _respond(send, 200, completion_json(answer))
+            return
+        chunks = _int_header(request.headers, "x-emulator-chunks") or self.chunks
+        pacing = _float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
+        await _stream(send, stream_frames(answer, chunks), pacing / 1000)
+
+    def _models(self) -> bytes:
+        owner = {"openai": "system", "deepseek": "deepseek", "gemini": "google"}[self.provider]
+        data = [
+            {"id": model, "object": "model", "created": CREATED, "owned_by": owner}
+            for model in MODELS[self.provider]
+        ]
+        return orjson.dumps({"object": "list", "data": data})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _read_body(receive: Receive) -> bytes:
+    parts = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # http.disconnect
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+def _headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for key, value in raw:
+        name, text = key.decode("latin-1").lower(), value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {text}" if name in headers else text
+    return headers
+
+
+def _int_header(headers: dict[str, str], name: str) -> int | None:
+    value = headers.get(name, "")
+    return int(value) if value.strip().isdigit() else None
+
+
+def _float_header(headers: dict[str, str], name: str, default: float) -> float:
+    try:
+        return float(headers[name])
+    except (KeyError, ValueError):
+        return default
+
+
+async def _reject(send: Send, rejection: Rejection) -> None:
+    content_type = b"application/json; charset=UTF-8" if rejection.rule[0] == "G" else _JSON
+    extra = [(b"retry-after", b"1")] if rejection.status in _RETRY_STATUSES else []
+    await _respond(send, rejection.status, rejection.body, content_type, extra)
+
+
+async def _respond(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: bytes = _JSON,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send(
+        {"type": "http.response.start", "status": status, "headers": headers + (extra or [])}
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _stream(send: Send, frames: list[bytes], pause: float) -> None:
+    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    for k, frame in enumerate(frames):
+        if k and pause > 0:
+            await asyncio.sleep(pause)
+        await send({"type": "http.response.body", "body": frame, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -1,0 +1,265 @@
+"""Typed views and helpers over raw chat-completions message dicts.
+
+Pure: no I/O. Messages stay the plain dicts ``orjson.loads`` produced; a :class:`History` is an
+immutable list of them plus, for each, the index it had in the original request, so that every
+finding can name a JSON path into what the client actually sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cached_property
+from itertools import chain
+from operator import itemgetter
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+Message = dict[str, Any]
+
+KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+class MalformedHistory(ValueError):
+    """A body no policy can work on: the proxy always answers 400 (never forwards it)."""
+
+    def __init__(self, message: str, path: str | None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def messages_of(body: Any) -> list[Message]:
+    """Return ``body["messages"]`` after the structural checks that hold whatever the policy."""
+    if type(body) is not dict:
+        raise MalformedHistory("The request body must be a JSON object.", None)
+    messages = body.get("messages")
+    if messages is None:
+        raise MalformedHistory("'messages' is a required property.", "messages")
+    if type(messages) is not list:
+        raise MalformedHistory("'messages' must be an array of message objects.", "messages")
+    if not messages:
+        raise MalformedHistory("'messages' must not be empty.", "messages")
+    for i, message in enumerate(messages):
+        if type(message) is not dict:
+            raise MalformedHistory(f"messages[{i}] must be an object.", f"messages[{i}]")
+        if type(message.get("role")) is not str:
+            raise MalformedHistory(f"messages[{i}].role must be a string.", f"messages[{i}].role")
+    return messages
+
+
+def tool_calls_of(message: Message) -> list[Any]:
+    """The message's ``tool_calls`` when it is a list, else an empty list."""
+    calls = message.get("tool_calls")
+    return calls if type(calls) is list else []
+
+
+def call_id(call: Any) -> str | None:
+    """A tool call's id when it is a non-empty string."""
+    if type(call) is dict:
+        value = call.get("id")
+        if type(value) is str and value:
+            return value
+    return None
+
+
+def function_name(call: Any) -> str | None:
+    """A tool call's ``function.name`` when it is a non-empty string."""
+    if type(call) is dict:
+        function = call.get("function")
+        if type(function) is dict:
+            name = function.get("name")
+            if type(name) is str and name:
+                return name
+    return None
+
+
+def text_of(content: Any, separator: str = "\n") -> str | None:
+    """Join the text of ``content`` (a string or a list of text parts); None if not only text."""
+    if type(content) is str:
+        return content
+    if type(content) is not list:
+        return None
+    texts = []
+    for part in content:
+        if type(part) is str:
+            texts.append(part)
+        elif type(part) is dict and part.get("type") == "text" and type(part.get("text")) is str:
+            texts.append(part["text"])
+        else:
+            return None
+    return separator.join(texts)
+
+
+def stable_id(*parts: object, prefix: str = "call_") -> str:
+    """A deterministic tool-call id (29 chars) derived from ``parts``.
+
+    Derived, not random: sanitizing the same history twice gives the same bytes, so provider
+    prompt caches keep hitting.
+    """
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=12).hexdigest()
+    return prefix + digest
+
+
+def path(index: int | None, where: str = "") -> str:
+    """``messages[3].tool_calls[0].id`` style path; an inserted message has no index."""
+    return f"messages[{'+' if index is None else index}]{where}"
+
+
+_ROLE = itemgetter("role")
+_TOOL_CALLS = itemgetter("tool_calls")
+
+
+def at(messages: list[Message], positions: list[int]) -> Sequence[Message]:
+    """``messages[i] for i in positions``, built in C (itemgetter of one index is no tuple)."""
+    if len(positions) > 1:
+        return itemgetter(*positions)(messages)  # type: ignore[no-any-return]
+    return [messages[i] for i in positions]
+
+
+class Index:
+    """What one pass over a history learns, so that rules skip clean histories cheaply.
+
+    The pass groups the messages by role and notes the positions of the ``tools`` (role
+    ``tool``), of the ``callers`` (other messages with a ``tool_calls`` key) and of the messages
+    with ``odd_content`` (missing, null, empty or not a string). The rest is computed on first
+    use, with C-level iteration (``map``, ``set().union``, ``itemgetter``) over those groups, so
+    that the fast paths of a clean history pay only for what they ask, and share it.
+    """
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+        tool: list[Message] = []
+        assistant: list[Message] = []
+        user: list[Message] = []
+        other: defaultdict[str, list[Message]] = defaultdict(list)
+        tools: list[int] = []
+        callers: list[int] = []
+        odd: list[int] = []
+        # The one Python-level loop over every message: keep its body minimal. The usual roles
+        # are told apart by comparison: a role fresh from the JSON parser has no cached hash,
+        # and hashing one per message costs more than comparing it with a literal or two.
+        for i, message in enumerate(messages):
+            role = message["role"]
+            if role == "tool":
+                tool.append(message)
+                tools.append(i)
+            else:
+                if role == "assistant":
+                    assistant.append(message)
+                elif role == "user":
+                    user.append(message)
+                else:
+                    other[role].append(message)
+                if "tool_calls" in message:
+                    callers.append(i)
+            content = message.get("content")
+            if type(content) is not str or not content:
+                odd.append(i)
+        groups = {"tool": tool, "assistant": assistant, "user": user, **other}
+        self.by_role: Mapping[str, list[Message]] = {r: g for r, g in groups.items() if g}
+        self.roles = frozenset(self.by_role)
+        self.tools = tools
+        self.callers = callers
+        self.odd_content = odd
+
+    @cached_property
+    def keys(self) -> Mapping[str, frozenset[str]]:
+        """The union of the message keys, per role."""
+        return {role: frozenset().union(*group) for role, group in self.by_role.items()}
+
+    @property
+    def tool_messages(self) -> Sequence[Message]:
+        return self.by_role.get("tool", ())
+
+    @cached_property
+    def caller_messages(self) -> Sequence[Message]:
+        return at(self.messages, self.callers)
+
+    @cached_property
+    def call_lists(self) -> list[Any]:
+        """The ``tool_calls`` value of every caller, whatever its type."""
+        return list(map(_TOOL_CALLS, self.caller_messages))
+
+    @cached_property
+    def regular(self) -> bool:
+        """Whether every caller is an assistant message whose ``tool_calls`` is a list.
+
+        Fast paths over the calls need a regular history and leave the rare others to their
+        exact per-message scans.
+        """
+        roles = list(map(_ROLE, self.caller_messages))  # counted, not hashed: see __init__
+        return set(map(type, self.call_lists)) <= {list} and roles.count("assistant") == len(roles)
+
+    @cached_property
+    def calls(self) -> list[Any] | None:
+        """Every entry of every ``tool_calls`` list in history order; None unless regular."""
+        return list(chain.from_iterable(self.call_lists)) if self.regular else None
+
+
+def build_index(messages: list[Message]) -> Index:
+    """The :class:`Index` of ``messages`` (one pass; the rest on demand)."""
+    return Index(messages)
+
+
+class History:
+    """An immutable list of messages and, for each, its index in the original request.
+
+    Repairs never mutate a history: they return a new one that shares every unchanged message
+    dict with the old (copy-on-write), so an untouched history stays the very same list object.
+    """
+
+    __slots__ = ("_index", "_memo", "messages", "origins")
+
+    def __init__(self, messages: list[Message], origins: list[int | None] | None = None) -> None:
+        self.messages = messages
+        self.origins = origins  # None: message i came from index i
+        self._index: Index | None = None
+        self._memo: dict[str, Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @property
+    def index(self) -> Index:
+        if self._index is None:
+            self._index = build_index(self.messages)
+        return self._index
+
+    def memo(self, key: str, compute: Callable[[History], T]) -> T:
+        """``compute(self)``, computed once per history: several detectors share one analysis."""
+        if self._memo is None:
+            self._memo = {}
+        if key not in self._memo:
+            self._memo[key] = compute(self)
+        value: T = self._memo[key]
+        return value
+
+    def origin(self, i: int) -> int | None:
+        return i if self.origins is None else self.origins[i]
+
+    def path(self, i: int, where: str = "") -> str:
+        return path(self.origin(i), where)
+
+    def replace(self, changes: Mapping[int, Message]) -> History:
+        """The same history with some messages swapped for new dicts (positions unchanged)."""
+        if not changes:
+            return self
+        messages = list(self.messages)
+        for i, message in changes.items():
+            messages[i] = message
+        return History(messages, self.origins)
+
+    def rebuild(self, entries: Iterable[tuple[Message, int | None]]) -> History:
+        """A new history from ``(message, position in this history or None if inserted)``."""
+        messages: list[Message] = []
+        origins: list[int | None] = []
+        for message, source in entries:
+            messages.append(message)
+            origins.append(None if source is None else self.origin(source))
+        return History(messages, origins)
+
+    def entries(self) -> list[tuple[Message, int | None]]:
+        """``(message, position)`` pairs, the usual start for :meth:`rebuild`."""
+        return [(message, i) for i, message in enumerate(self.messages)]

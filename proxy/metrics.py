@@ -1,0 +1,67 @@
+"""Prometheus metrics, in prometheus-client's default registry.
+
+Module-level metric objects are prometheus-client's intended use; they hold no connections and
+start nothing. With ``--workers N`` each worker exports its own values (labelled ``pid`` by the
+exposition in :mod:`proxy.api.ops` when ``PROMETHEUS_MULTIPROC_DIR`` is set, see the README).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+_FAST = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1)
+_SLOW = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+REQUESTS = Counter(
+    "toolcall_guard_requests_total",
+    "Requests handled, by upstream, route and HTTP status returned to the client.",
+    ["upstream", "route", "status"],
+)
+OUTCOMES = Counter(
+    "toolcall_guard_outcomes_total",
+    "Chat requests by sanitizer outcome (clean, repaired, warned, rejected).",
+    ["upstream", "outcome"],
+)
+FINDINGS = Counter(
+    "toolcall_guard_findings_total",
+    "Rule findings, by upstream, rule and the action taken.",
+    ["upstream", "rule", "action"],
+)
+UPSTREAM_REJECTED = Counter(
+    "toolcall_guard_upstream_rejected_total",
+    "Upstream 4xx answers to chat requests, by upstream and classified error kind.",
+    ["upstream", "kind"],
+)
+SANITIZE_SECONDS = Histogram(
+    "toolcall_guard_sanitize_seconds",
+    "Time spent parsing and sanitizing a chat request body.",
+    buckets=_FAST,
+)
+OVERHEAD_SECONDS = Histogram(
+    "toolcall_guard_proxy_overhead_seconds",
+    "Time the proxy spends on a request before sending it upstream.",
+    buckets=_FAST,
+)
+UPSTREAM_SECONDS = Histogram(
+    "toolcall_guard_upstream_seconds",
+    "Time from sending a request upstream to receiving its response headers.",
+    ["upstream"],
+    buckets=_SLOW,
+)
+REPAIRLOG_QUEUE_DEPTH = Gauge(
+    "toolcall_guard_repairlog_queue_depth",
+    "Records waiting to be written to the repair log.",
+)
+REPAIRLOG_WRITTEN = Counter(
+    "toolcall_guard_repairlog_written_total",
+    "Records written to the repair log.",
+)
+REPAIRLOG_DROPPED = Counter(
+    "toolcall_guard_repairlog_dropped_total",
+    "Records dropped instead of written (queue full, or the backend failed).",
+    ["reason"],
+)
+REPAIRLOG_ERRORS = Counter(
+    "toolcall_guard_repairlog_errors_total",
+    "Failed attempts to write a batch to the repair log.",
+)

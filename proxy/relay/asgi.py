@@ -1,0 +1,167 @@
+"""The client side of a proxied exchange, in raw ASGI: read the body, answer, relay a stream."""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.types import Message, Receive, Scope, Send
+
+from proxy.errors import BadRequestBody, ProxyError, RequestTimeout, UpstreamError
+from proxy.relay.base import RawHeaders, UpstreamResponse
+
+_JSON = (b"content-type", b"application/json")
+_CLOSE = (b"connection", b"close")
+
+#: Scope key set once the response has started (the app's error handler must not answer then).
+RESPONSE_STARTED = "toolcall_guard.response_started"
+
+
+class ClientGone(Exception):
+    """The client went away before its request was answered."""
+
+
+async def read_body(receive: Receive, limit: int, seconds: float) -> bytes:
+    """The whole request body; 413 as soon as it grows past ``limit`` bytes, 408 when it takes
+    longer than ``seconds`` in all (uvicorn bounds idle connections, not slow bodies)."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await _read_body(receive, limit)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"The request body did not arrive within {seconds:g} s (server.body_timeout)."
+        ) from None
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    message = await receive()
+    if message["type"] != "http.request":
+        raise ClientGone
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        if len(body) > limit:
+            raise _too_large(limit)
+        return body
+    parts = [body]
+    size = len(body)
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _too_large(limit: int) -> BadRequestBody:
+    return BadRequestBody(
+        f"The request body is larger than this proxy accepts ({limit} bytes, "
+        "server.max_body_bytes).",
+        status=413,
+    )
+
+
+async def start_response(scope: Scope, send: Send, status: int, headers: RawHeaders) -> None:
+    """Send the status and headers, and mark the scope: from now on no error page can follow."""
+    scope[RESPONSE_STARTED] = True
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+
+
+async def send_error(send: Send, error: ProxyError, headers: RawHeaders) -> None:
+    """Answer with the proxy's own error, in the OpenAI error shape."""
+    body = error.body()
+    headers = [_JSON, (b"content-length", str(len(body)).encode()), *headers]
+    if error.status == 408:  # the rest of a slow body is not worth waiting for: hang up
+        headers.append(_CLOSE)
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class ClientWatch:
+    """Cancels the task relaying a request when its client disconnects.
+
+    uvicorn's ``send`` silently drops what follows a disconnect, so without this the upstream
+    would go on generating (and billing) for nobody. Start it before the upstream request,
+    :meth:`stop` it when the exchange ends; in ``except CancelledError``, :meth:`absorb` tells
+    the cancellation it caused from any other (which must propagate).
+    """
+
+    __slots__ = ("done", "gone", "owner", "task")
+
+    def __init__(self, receive: Receive) -> None:
+        self.done = False
+        self.gone = False
+        self.owner = asyncio.current_task()
+        self.task = asyncio.ensure_future(receive())
+        self.task.add_done_callback(self._fired)
+
+    def _fired(self, task: asyncio.Future[Message]) -> None:
+        if self.done or task.cancelled() or task.exception() is not None:
+            return
+        if task.result()["type"] == "http.disconnect" and self.owner is not None:
+            self.gone = True
+            self.owner.cancel()
+
+    def absorb(self) -> bool:
+        """Inside ``except CancelledError``: True when the disconnect alone caused it."""
+        return self.gone and self.owner is not None and self.owner.uncancel() == 0
+
+    def stop(self) -> None:
+        self.done = True
+        self.task.cancel()
+
+
+def _body(chunk: bytes) -> Message:
+    return {"type": "http.response.body", "body": chunk, "more_body": True}
+
+
+async def relay_body(
+    send: Send,
+    response: UpstreamResponse,
+    *,
+    sized: bool,
+    sse: bool,
+    capture: int = 0,
+) -> tuple[str, bytes | None]:
+    """Relay the upstream body chunk by chunk; return how it ended and the captured prefix.
+
+    ``sized``: the response declared a content-length. When the upstream fails mid-body, an
+    unsized (streamed) response ends cleanly (an SSE stream first gets an OpenAI-style
+    ``error`` event when the failure falls between events, so SDKs raise instead of taking a
+    cut stream for a whole one); a sized one is left incomplete and uvicorn closes the
+    connection, so the client cannot mistake the truncated body for a whole one. The upstream
+    response is closed however it ends (cancelled included).
+    """
+    captured = bytearray() if capture else None
+    last = b"\n\n"
+    try:
+        async for chunk in response.body:
+            if captured is not None and len(captured) < capture:
+                captured += chunk[: capture - len(captured)]
+            await send(_body(chunk))
+            last = chunk
+        end = "complete"
+        await send({"type": "http.response.body", "body": b""})
+    except UpstreamError as exc:
+        end = exc.code or "upstream_error"
+        if not sized:
+            await _end_broken_stream(send, exc, sse=sse, between_events=_between_events(last))
+    finally:
+        await response.aclose()
+    return end, None if captured is None else bytes(captured)
+
+
+def _between_events(last: bytes) -> bool:
+    return last.endswith((b"\n\n", b"\r\n\r\n", b"\r\r"))
+
+
+async def _end_broken_stream(
+    send: Send, error: UpstreamError, *, sse: bool, between_events: bool
+) -> None:
+    if sse and between_events:
+        event = b"data: " + error.body() + b"\n\n"
+        await send(_body(event))
+    await send({"type": "http.response.body", "body": b""})

@@ -1,0 +1,100 @@
+"""The upstream side of the proxy as one small interface, and the header rules both sides share.
+
+An engine (:mod:`proxy.relay.aiohttp_engine` in production, :mod:`proxy.relay.httpx_engine` for
+an injected httpx transport) implements :class:`Relay`: send one request, get back the status,
+the raw headers and an async iterator over the raw body bytes (never decompressed, never
+buffered). Engines raise :class:`~proxy.errors.UpstreamTimeout` and
+:class:`~proxy.errors.UpstreamUnavailable`, nothing engine-specific, both from ``send`` and while
+the body is being read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+RawHeaders = list[tuple[bytes, bytes]]
+
+#: RFC 9110 §7.6.1 connection-specific headers (plus the de-facto ``proxy-connection`` and
+#: ``keep-alive``): they describe one hop and must not be forwarded in either direction.
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+
+#: Request headers the proxy never forwards: the hop-by-hop ones; ``host`` and
+#: ``content-length``, which the client library sets for the upstream and for the body actually
+#: sent; ``expect``, because the body is already read; and the proxy's own control headers.
+REQUEST_DROP = HOP_BY_HOP | {
+    b"host",
+    b"content-length",
+    b"expect",
+    b"x-toolcall-guard-upstream",
+    b"x-toolcall-guard-mode",
+}
+
+
+class UpstreamResponse(Protocol):
+    """An upstream answer whose headers have arrived; the body is read by iterating ``body``."""
+
+    status: int
+    headers: RawHeaders  # as received: names in any case, values untouched
+
+    @property
+    def body(self) -> AsyncIterator[bytes]:
+        """The raw body bytes, chunk by chunk, as they arrive."""
+
+    async def aclose(self) -> None:
+        """Give the connection back (body fully read) or close it (body not fully read)."""
+
+
+class Relay(Protocol):
+    """Sends requests to the configured upstreams over pooled connections."""
+
+    async def send(
+        self, upstream: str, method: str, url: str, headers: RawHeaders, body: bytes
+    ) -> UpstreamResponse:
+        """Send one request and return once the response headers arrived."""
+
+    async def aclose(self) -> None:
+        """Close every pooled connection."""
+
+
+def connection_tokens(value: bytes) -> frozenset[bytes]:
+    """Header names a ``Connection`` header value declares hop-by-hop (RFC 9110 §7.6.1)."""
+    return frozenset(t.strip().lower() for t in value.split(b",") if t.strip())
+
+
+#: Response headers the proxy's own server sets (uvicorn's ``date`` and ``server``): the
+#: upstream's copies are dropped rather than sent twice.
+RESPONSE_DROP = HOP_BY_HOP | {b"date", b"server"}
+
+
+def response_headers(raw: RawHeaders) -> RawHeaders:
+    """The upstream's headers to send to the client: hop-by-hop ones removed, names lower-case.
+
+    ``content-length`` and ``content-encoding`` pass through: the body is relayed byte for byte
+    (engines never decompress), so both still describe it exactly.
+    """
+    out = []
+    connection = None
+    for name, value in raw:
+        lower = name.lower()
+        if lower in RESPONSE_DROP:
+            if lower == b"connection":
+                connection = value
+            continue
+        out.append((lower, value))
+    if connection is not None:
+        extra = connection_tokens(connection)
+        out = [(k, v) for k, v in out if k not in extra]
+    return out

@@ -1,0 +1,122 @@
+"""In-memory backend (``memory://``): the reference semantics, for tests and throwaway runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from proxy.repairlog.base import (
+    BODY_FIELDS,
+    RecordQuery,
+    RepairLogUnavailable,
+    dumps,
+    empty_stats,
+    iso,
+    stored,
+)
+from proxy.repairlog.record import Record
+from proxy.repairlog.rows import cutoff_for
+from proxy.repairlog.sql import page_of
+
+
+def _key(item: dict[str, Any]) -> tuple[str, str]:
+    return item["created_at"], item["id"]
+
+
+class MemoryRepairLog:
+    """Records in a dict, stored as their JSON round trip (like a real backend would)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, dict[str, Any]] = {}
+        self._open = False
+
+    async def open(self) -> None:
+        self._open = True
+
+    async def close(self) -> None:
+        self._open = False
+
+    async def write(self, records: Sequence[Record]) -> None:
+        self._check()
+        for record in records:
+            self._records.setdefault(record.id, orjson.loads(dumps(stored(record))))
+
+    async def get(self, record_id: str) -> dict[str, Any] | None:
+        self._check()
+        item = self._records.get(record_id)
+        return None if item is None else orjson.loads(orjson.dumps(item))
+
+    async def query(self, q: RecordQuery) -> tuple[list[dict[str, Any]], str | None]:
+        self._check()
+        matches = sorted(filter(_matcher(q), self._records.values()), key=_key, reverse=True)
+        page = [
+            {k: v for k, v in item.items() if k not in BODY_FIELDS}
+            for item in matches[: q.limit + 1]
+        ]
+        return page_of(page, q.limit)
+
+    async def stats(self, since: datetime | None) -> dict[str, Any]:
+        self._check()
+        stats = empty_stats(since)
+        floor = "" if since is None else iso(since)
+        for item in self._records.values():
+            if item["created_at"] < floor:
+                continue
+            stats["total"] += 1
+            _bump(stats["by_outcome"], [item["outcome"]])
+            _bump(stats["by_upstream"], [item["upstream"]])
+            _bump(stats["by_rule"], item["rules"])
+            if item["upstream_error_kind"] is not None:
+                _bump(stats["by_error_kind"], [item["upstream_error_kind"]])
+        return stats
+
+    async def delete(self, before: datetime) -> int:
+        self._check()
+        limit = iso(before)
+        return self._drop(k for k, v in self._records.items() if v["created_at"] < limit)
+
+    async def prune(self, retention_days: float, max_records: int) -> int:
+        self._check()
+        cutoff = cutoff_for(retention_days)
+        deleted = 0 if cutoff is None else await self.delete(cutoff)
+        newest = sorted(self._records.values(), key=_key, reverse=True)
+        return deleted + self._drop(item["id"] for item in newest[max_records:])
+
+    async def ping(self) -> None:
+        self._check()
+
+    def _check(self) -> None:
+        if not self._open:
+            raise RepairLogUnavailable("the repair log is not open")
+
+    def _drop(self, ids: Iterable[str]) -> int:
+        doomed = list(ids)
+        for record_id in doomed:
+            del self._records[record_id]
+        return len(doomed)
+
+
+def _bump(counts: dict[str, int], keys: Iterable[str]) -> None:
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+
+
+def _matcher(q: RecordQuery) -> Callable[[dict[str, Any]], bool]:
+    filters = q.filters()
+    since = None if q.since is None else iso(q.since)
+    until = None if q.until is None else iso(q.until)
+    after = None if q.after is None else (iso(q.after[0]), q.after[1])
+
+    def match(item: dict[str, Any]) -> bool:
+        return (
+            all(item[name] == value for name, value in filters.items())
+            and (q.rule is None or q.rule in item["rules"])
+            and (since is None or item["created_at"] >= since)
+            and (until is None or item["created_at"] < until)
+            and (after is None or _key(item) < after)
+        )
+
+    return match

@@ -1,0 +1,48 @@
+"""The repair-log record: what came in, what went out, and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import uuid_utils
+
+Outcome = Literal["repaired", "rejected", "warned", "upstream_rejected"]
+OUTCOMES: tuple[str, ...] = ("repaired", "rejected", "warned", "upstream_rejected")
+
+
+def new_record_id() -> str:
+    """A UUIDv7: time-sortable, so newest-first is a plain descending sort on the id."""
+    return str(uuid_utils.uuid7())
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(slots=True)
+class Record:
+    """One recorded request. Never holds an ``Authorization`` header or any key.
+
+    ``received`` and ``forwarded`` are the parsed request bodies (``forwarded`` is None when the
+    proxy rejected the request); the writer applies the ``capture`` mode before storing them.
+    """
+
+    upstream: str
+    model: str | None
+    path: str
+    stream: bool
+    outcome: Outcome
+    findings: list[dict[str, str]]
+    received: Any
+    forwarded: Any | None
+    upstream_status: int | None = None
+    upstream_error: str | None = None  # the upstream's error body (4xx), truncated to a bound
+    upstream_error_kind: str | None = None  # classified against provider-rules.md
+    duration_ms: float | None = None  # whole request, as seen by the proxy
+    sanitize_ms: float | None = None
+    upstream_ms: float | None = None  # until the upstream's response headers
+    request_id: str | None = None
+    id: str = field(default_factory=new_record_id)
+    created_at: datetime = field(default_factory=utcnow)

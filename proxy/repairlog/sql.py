@@ -1,0 +1,115 @@
+"""SQL shared by the SQLite and PostgreSQL backends: page queries, stats, migrations.
+
+Both schemas have the same shape (see ``schema/*.sql``): ``records`` with the summary columns
+first and the bodies last (SQLite then never reads a body's overflow pages for a summary), and
+``record_rules (rule, created_at, record_id)`` so a rule filter walks one index in page order.
+Pages are keyset-paginated on ``(created_at, id)``: no OFFSET, no scan per page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from proxy.repairlog.base import (
+    ALL_FIELDS,
+    SCALAR_FIELDS,
+    SUMMARY_FIELDS,
+    RecordQuery,
+    encode_cursor,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What differs between the two SQL backends."""
+
+    name: str
+    ph: str  # the parameter placeholder
+    ts: Callable[[datetime], Any]  # a datetime as a query parameter
+    json: Callable[[str], str]  # a JSON column as selected text
+
+
+def columns(d: Dialect, names: tuple[str, ...], alias: str = "r") -> str:
+    scalars = set(SCALAR_FIELDS) | {"upstream_error"}
+    return ", ".join(
+        f"{alias}.{name}" if name in scalars else d.json(f"{alias}.{name}") for name in names
+    )
+
+
+def page_sql(q: RecordQuery, d: Dialect) -> tuple[str, list[Any]]:
+    """One page of summaries (``limit + 1`` rows, the extra one says there is a next page)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if q.rule is not None:
+        # Driven by the (rule, created_at, record_id) key: the join only fetches page rows.
+        source = "record_rules k CROSS JOIN records r"
+        when, key = "k.created_at", "k.record_id"
+        where += [f"k.rule = {d.ph}", "r.id = k.record_id"]
+        params.append(q.rule)
+    else:
+        source = "records r"
+        when, key = "r.created_at", "r.id"
+    for name, value in q.filters().items():
+        where.append(f"r.{name} = {d.ph}")
+        params.append(value)
+    if q.since is not None:
+        where.append(f"{when} >= {d.ph}")
+        params.append(d.ts(q.since))
+    if q.until is not None:
+        where.append(f"{when} < {d.ph}")
+        params.append(d.ts(q.until))
+    if q.after is not None:
+        where.append(f"({when}, {key}) < ({d.ph}, {d.ph})")
+        params += [d.ts(q.after[0]), q.after[1]]
+    sql = f"SELECT {columns(d, SUMMARY_FIELDS)} FROM {source}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += f" ORDER BY {when} DESC, {key} DESC LIMIT {d.ph}"
+    params.append(q.limit + 1)
+    return sql, params
+
+
+def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], str | None]:
+    """Cut the extra row and name the next page."""
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    last = rows[-1]
+    return rows, encode_cursor(last["created_at"], last["id"])
+
+
+def get_sql(d: Dialect) -> str:
+    return f"SELECT {columns(d, ALL_FIELDS)} FROM records r WHERE r.id = {d.ph}"
+
+
+def stats_sql(d: Dialect, since: datetime | None) -> tuple[list[tuple[str, str]], list[Any]]:
+    """(group name, SQL) pairs answering ``GROUP BY`` counts, and the parameters of each."""
+    cond = "" if since is None else f"created_at >= {d.ph}"
+    where = f" WHERE {cond}" if cond else ""
+    kinds = " AND ".join(filter(None, ["upstream_error_kind IS NOT NULL", cond]))
+    queries = [
+        ("by_outcome", f"SELECT outcome, count(*) FROM records{where} GROUP BY outcome"),
+        ("by_upstream", f"SELECT upstream, count(*) FROM records{where} GROUP BY upstream"),
+        ("by_rule", f"SELECT rule, count(*) FROM record_rules{where} GROUP BY rule"),
+        (
+            "by_error_kind",
+            f"SELECT upstream_error_kind, count(*) FROM records WHERE {kinds}"
+            " GROUP BY upstream_error_kind",
+        ),
+    ]
+    return queries, [] if since is None else [d.ts(since)]
+
+
+def migrations(dialect: str) -> list[tuple[int, str]]:
+    """``schema/<dialect>_<NNN>_<name>.sql`` files as (version, SQL), in order."""
+    found = []
+    for entry in resources.files("proxy.repairlog").joinpath("schema").iterdir():
+        name = entry.name
+        if name.startswith(dialect + "_") and name.endswith(".sql"):
+            version = int(name.split("_")[1])
+            found.append((version, entry.read_text(encoding="utf-8")))
+    return sorted(found)

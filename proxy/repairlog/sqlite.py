@@ -1,0 +1,293 @@
+"""SQLite backend: stdlib ``sqlite3`` in WAL mode, one writer thread, a small reader pool.
+
+Every write (records, deletes, retention, migrations) runs on the single writer thread, so the
+event loop never waits on disk and writers never contend. Reads run on their own threads with
+their own connections (WAL lets them proceed while a write is in progress).
+
+A connection is re-opened when the file at the path is no longer the one it holds (deleted or
+replaced): otherwise a process whose database was removed would keep writing into the void.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import orjson
+
+from proxy.repairlog.base import (
+    ALL_FIELDS,
+    RecordQuery,
+    RepairLogError,
+    RepairLogUnavailable,
+    empty_stats,
+    iso,
+)
+from proxy.repairlog.record import Record
+from proxy.repairlog.rows import cutoff_for, record_row, rule_rows
+from proxy.repairlog.sql import Dialect, get_sql, migrations, page_of, page_sql, stats_sql
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+DIALECT = Dialect("sqlite", "?", iso, lambda column: column)
+INSERT = f"INSERT OR IGNORE INTO records ({', '.join(ALL_FIELDS)}) VALUES ({', '.join('?' * 18)})"
+INSERT_RULE = "INSERT OR IGNORE INTO record_rules VALUES (?, ?, ?, ?)"
+JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded"})
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+class _Handle:
+    """One thread's connection, re-opened when the file at ``path`` changed under it."""
+
+    def __init__(self, path: Path, *, writer: bool) -> None:
+        self.path = path
+        self.writer = writer
+        self.conn: sqlite3.Connection | None = None
+        self.ident: tuple[int, int] | None = None
+
+    def get(self) -> sqlite3.Connection:
+        ident = _identity(self.path)
+        if self.conn is not None and ident == self.ident:
+            return self.conn
+        self.drop()
+        if ident is None and not self.writer:
+            raise RepairLogUnavailable(f"{self.path} does not exist")
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=5.0
+        )
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if self.writer:
+                _migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self.conn, self.ident = conn, _identity(self.path)
+        return conn
+
+    def drop(self) -> None:
+        if self.conn is not None:
+            conn, self.conn = self.conn, None
+            with contextlib.suppress(sqlite3.Error):  # a broken connection: nothing to release
+                conn.close()
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _statements(script: str) -> Iterator[str]:
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer
+            buffer = ""
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Apply the ``schema/sqlite_*.sql`` files newer than ``PRAGMA user_version``."""
+    steps = migrations("sqlite")
+    with _transaction(conn):
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if steps and version > steps[-1][0]:
+            raise RepairLogError(f"schema version {version} is newer than this toolcall-guard")
+        for number, script in steps:
+            if number > version:
+                for statement in _statements(script):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+
+
+def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [column[0] for column in cursor.description]
+    out = []
+    for row in cursor:
+        item = dict(zip(names, row, strict=True))
+        for name in JSON_COLUMNS.intersection(item):
+            value = item[name]
+            item[name] = None if value is None else orjson.loads(value)
+        item["stream"] = bool(item["stream"])
+        out.append(item)
+    return out
+
+
+class SQLiteRepairLog:
+    """The default repair log: one file, see the module docstring."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._writer: ThreadPoolExecutor | None = None
+        self._readers: ThreadPoolExecutor | None = None
+        self._write_handle = _Handle(self.path, writer=True)
+        self._read_handles: list[_Handle] = []
+        self._local = threading.local()
+
+    async def open(self) -> None:
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="repairlog-sqlite-writer")
+            self._readers = ThreadPoolExecutor(2, thread_name_prefix="repairlog-sqlite-reader")
+        await self._on_writer(self._open_sync)
+
+    async def close(self) -> None:
+        writer, readers = self._writer, self._readers
+        if writer is None or readers is None:
+            return
+        self._writer = self._readers = None
+        writer.submit(self._write_handle.drop)
+        await asyncio.to_thread(writer.shutdown)
+        await asyncio.to_thread(readers.shutdown)
+        for handle in self._read_handles:
+            handle.drop()
+        self._read_handles.clear()
+
+    async def write(self, records: Sequence[Record]) -> None:
+        if records:
+            await self._on_writer(self._write_sync, list(records))
+
+    async def get(self, record_id: str) -> dict[str, Any] | None:
+        rows = await self._on_reader(self._select, get_sql(DIALECT), [record_id])
+        return rows[0] if rows else None
+
+    async def query(self, q: RecordQuery) -> tuple[list[dict[str, Any]], str | None]:
+        sql, params = page_sql(q, DIALECT)
+        return page_of(await self._on_reader(self._select, sql, params), q.limit)
+
+    async def stats(self, since: datetime | None) -> dict[str, Any]:
+        return await self._on_reader(self._stats_sync, since)
+
+    async def delete(self, before: datetime) -> int:
+        return await self._on_writer(self._delete_sync, "created_at < ?", [iso(before)])
+
+    async def prune(self, retention_days: float, max_records: int) -> int:
+        return await self._on_writer(self._prune_sync, retention_days, max_records)
+
+    async def ping(self) -> None:
+        await self._on_writer(self._ping_sync)
+
+    # -- on the writer thread ------------------------------------------------------------
+
+    def _open_sync(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._write_handle.get()
+
+    def _write_sync(self, records: list[Record]) -> None:
+        rows = [record_row(r, iso, bytes) for r in records]
+        rules = [row for r in records for row in rule_rows(r, iso)]
+        conn = self._write_handle.get()
+        with _transaction(conn):
+            conn.executemany(INSERT, rows)
+            conn.executemany(INSERT_RULE, rules)
+
+    def _delete_sync(self, where: str, params: list[Any]) -> int:
+        conn = self._write_handle.get()
+        with _transaction(conn):
+            doomed = f"SELECT id FROM records WHERE {where}"
+            conn.execute(f"DELETE FROM record_rules WHERE record_id IN ({doomed})", params)
+            return conn.execute(f"DELETE FROM records WHERE {where}", params).rowcount
+
+    def _prune_sync(self, retention_days: float, max_records: int) -> int:
+        deleted = 0
+        cutoff = cutoff_for(retention_days)
+        if cutoff is not None:
+            deleted += self._delete_sync("created_at < ?", [iso(cutoff)])
+        conn = self._write_handle.get()
+        oldest_kept = conn.execute(
+            "SELECT created_at, id FROM records ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?",
+            [max_records - 1],
+        ).fetchone()
+        if oldest_kept is not None:
+            deleted += self._delete_sync("(created_at, id) < (?, ?)", list(oldest_kept))
+        return deleted
+
+    def _ping_sync(self) -> None:
+        conn = self._write_handle.get()
+        with _transaction(conn):
+            conn.execute("SELECT 1 FROM records LIMIT 0")
+
+    # -- on a reader thread --------------------------------------------------------------
+
+    def _reader_conn(self) -> sqlite3.Connection:
+        handle = getattr(self._local, "handle", None)
+        if handle is None:
+            handle = self._local.handle = _Handle(self.path, writer=False)
+            self._read_handles.append(handle)
+        try:
+            return handle.get()
+        except BaseException:
+            handle.drop()
+            raise
+
+    def _select(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        return _dicts(self._reader_conn().execute(sql, params))
+
+    def _stats_sync(self, since: datetime | None) -> dict[str, Any]:
+        conn = self._reader_conn()
+        stats = empty_stats(since)
+        queries, params = stats_sql(DIALECT, since)
+        for group, sql in queries:
+            stats[group] = {key: count for key, count in conn.execute(sql, params)}
+        stats["total"] = sum(stats["by_outcome"].values())
+        return stats
+
+    # -- dispatch ------------------------------------------------------------------------
+
+    async def _on_writer(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(self._writer, self._write_handle, fn, *args, **kwargs)
+
+    async def _on_reader(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(self._readers, None, fn, *args, **kwargs)
+
+    async def _run(
+        self,
+        pool: ThreadPoolExecutor | None,
+        handle: _Handle | None,
+        fn: Callable[P, T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        if pool is None:
+            raise RepairLogUnavailable("the repair log is not open")
+        job = functools.partial(_guarded, handle, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(pool, job)
+
+
+def _guarded(handle: _Handle | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``fn``; a database or file error drops the writer's connection (the next call
+    re-opens it) and becomes :class:`RepairLogUnavailable`, except an error about the data
+    itself (trying it again cannot help): that one is a plain :class:`RepairLogError`."""
+    try:
+        return fn(*args, **kwargs)
+    except (sqlite3.Error, OSError) as exc:
+        if handle is not None:
+            handle.drop()
+        if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError):
+            raise RepairLogError(f"sqlite: {exc}") from exc
+        raise RepairLogUnavailable(f"sqlite: {exc}") from exc

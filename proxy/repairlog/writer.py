@@ -1,0 +1,286 @@
+"""The batch writer: a bounded queue between the request path and the repair log.
+
+``submit`` only appends to a deque (never blocks, never raises, does no work on the caller's
+path); a background task applies the capture mode off the event loop, and writes a batch when
+``batch_size`` records are waiting or the first waited ``flush_interval`` seconds.
+
+No record is lost without being counted (``toolcall_guard_repairlog_dropped_total`` by reason):
+
+- the backend is unavailable (server down, disk full, file gone): the batch goes back to the
+  head of the queue and is tried again after a growing pause (``flush_interval`` doubled up to
+  :data:`MAX_BACKOFF`), so writing resumes where it stopped when the backend comes back;
+- the queue holds ``queue_size`` records, the batch being written included: beyond it new
+  records are dropped (``queue_full``), never the request;
+- a record the backend refuses for what it holds (not for being down) is found by writing its
+  batch one record at a time, and dropped alone (``invalid``);
+- ``stop`` drains the queue within ``stop_timeout``; what is left, or what a backend still down
+  at shutdown refuses, is dropped (``shutdown``, ``backend``).
+
+A second task applies retention at start and every ``retention_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+
+from proxy import metrics
+from proxy.repairlog.base import RepairLog, RepairLogError, RepairLogUnavailable
+from proxy.repairlog.capture import apply_capture
+from proxy.repairlog.record import Record
+from proxy.settings import RepairLogSettings
+
+LOGGER = logging.getLogger("toolcall_guard.repairlog")
+
+#: The longest pause between two tries of a backend that keeps failing, in seconds.
+MAX_BACKOFF = 5.0
+
+
+class RecordWriter:
+    """Feeds ``log`` from a bounded queue; see the module docstring. Use from one event loop."""
+
+    def __init__(
+        self,
+        log: RepairLog,
+        settings: RepairLogSettings,
+        *,
+        retention_interval: float = 300.0,
+        stop_timeout: float = 10.0,
+        write_timeout: float = 30.0,
+    ) -> None:
+        self._log = log
+        self._write_timeout = write_timeout
+        self._settings = settings
+        self._retention_interval = retention_interval
+        self._stop_timeout = stop_timeout
+        self._queue: deque[Record] = deque()
+        self._wake = asyncio.Event()  # something was queued, or stop was asked
+        self._full = asyncio.Event()  # a whole batch is waiting, or stop was asked
+        self._stop = asyncio.Event()  # stop was asked (ends a pause between failed tries)
+        self._task: asyncio.Task[None] | None = None
+        self._retention: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._in_flight = 0  # records of the batch being written
+        self._failures = 0  # failed tries in a row
+        self._written = 0
+        self._dropped = 0
+        self._healthy = True
+        self._last_error: str | None = None
+
+    @property
+    def queue_depth(self) -> int:
+        return len(self._queue)
+
+    @property
+    def pending(self) -> int:
+        """Records not yet written: queued, or in the batch being written."""
+        return len(self._queue) + self._in_flight
+
+    @property
+    def written(self) -> int:
+        return self._written
+
+    @property
+    def dropped(self) -> int:
+        return self._dropped
+
+    @property
+    def healthy(self) -> bool:
+        """False from a failed write until the next successful one (or when the task died)."""
+        return self._healthy
+
+    @property
+    def stalled(self) -> bool:
+        """Records are waiting and the last try to write failed (or the writer task died)."""
+        died = self._task is not None and self._task.done() and not self._stopping
+        return died or (not self._healthy and self.pending > 0)
+
+    @property
+    def last_error(self) -> str | None:
+        """The most recent write error (kept after recovery, for the operator)."""
+        return self._last_error
+
+    def start(self) -> None:
+        """Start the background tasks; call inside the running event loop."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="repairlog-writer")
+            self._task.add_done_callback(self._died)
+            self._retention = asyncio.create_task(self._retain(), name="repairlog-retention")
+
+    def submit(self, record: Record) -> bool:
+        """Queue ``record``; False (and counted) when the queue is full or the writer stopped."""
+        if self._stopping:
+            self._drop(1, "stopped")
+            return False
+        if len(self._queue) + self._in_flight >= self._settings.queue_size:
+            self._drop(1, "queue_full")
+            return False
+        self._queue.append(record)
+        metrics.REPAIRLOG_QUEUE_DEPTH.set(self.pending)
+        self._wake.set()
+        if len(self._queue) >= self._settings.batch_size:
+            self._full.set()
+        return True
+
+    async def stop(self) -> None:
+        """Write what is queued (within ``stop_timeout`` s, the rest is dropped and counted) and
+        stop the tasks. The log itself stays open: its owner closes it."""
+        self._stopping = True
+        self._wake.set()
+        self._full.set()
+        self._stop.set()
+        if self._retention is not None:
+            self._retention.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._retention
+        if self._task is None or self._task.done():
+            self._abandon()
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), self._stop_timeout)
+        except TimeoutError:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._abandon()
+
+    async def _run(self) -> None:
+        size = self._settings.batch_size
+        while True:
+            await self._wait_for_batch()
+            if not self._queue:
+                if self._stopping:
+                    return
+                continue
+            batch = [self._queue.popleft() for _ in range(min(size, len(self._queue)))]
+            self._in_flight = len(batch)
+            left = await self._flush(batch)
+            self._in_flight = 0
+            if left and self._stopping:  # no time to wait for the backend: count the rest
+                self._drop(len(left) + len(self._queue), "backend")
+                self._queue.clear()
+            elif left:
+                self._queue.extendleft(reversed(left))
+                await self._pause()
+            metrics.REPAIRLOG_QUEUE_DEPTH.set(self.pending)
+
+    async def _wait_for_batch(self) -> None:
+        if not self._queue and not self._stopping:
+            self._wake.clear()
+            await self._wake.wait()
+        if len(self._queue) >= self._settings.batch_size or self._stopping:
+            return
+        self._full.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._settings.flush_interval):
+                await self._full.wait()
+
+    async def _pause(self) -> None:
+        """Let a failing backend breathe before the next try (cut short by ``stop``)."""
+        interval = self._settings.flush_interval
+        pause = min(interval * 2 ** min(self._failures - 1, 16), max(interval, MAX_BACKOFF))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(pause):
+                await self._stop.wait()
+
+    async def _flush(self, batch: list[Record]) -> list[Record]:
+        """Write ``batch``; what is left to try again (the backend was unavailable)."""
+        settings = self._settings
+        captured = await asyncio.to_thread(
+            _captured, batch, settings.capture, settings.max_error_body_bytes
+        )
+        try:
+            await self._write(captured)
+        except RepairLogUnavailable as exc:
+            self._failed(exc)
+            return batch
+        except RepairLogError as exc:
+            if len(batch) == 1:
+                self._refused(exc)
+                return []
+            return await self._one_by_one(batch, captured)
+        self._succeeded(len(batch))
+        return []
+
+    async def _one_by_one(self, batch: list[Record], captured: list[Record]) -> list[Record]:
+        """Write a batch the backend refused record by record, to drop only the bad ones."""
+        for n, record in enumerate(captured):
+            try:
+                await self._write([record])
+            except RepairLogUnavailable as exc:
+                self._failed(exc)
+                return batch[n:]
+            except RepairLogError as exc:
+                self._refused(exc)
+            else:
+                self._succeeded(1)
+        return []
+
+    async def _write(self, records: list[Record]) -> None:
+        # A write that hangs (a server that stopped answering on an open connection) counts
+        # as the backend being down; trying again is safe, backends ignore ids already stored.
+        try:
+            async with asyncio.timeout(self._write_timeout):
+                await self._log.write(records)
+        except TimeoutError:
+            raise RepairLogUnavailable(
+                f"a write took longer than {self._write_timeout:g} s"
+            ) from None
+
+    async def _retain(self) -> None:
+        settings = self._settings
+        while True:
+            try:
+                deleted = await self._log.prune(settings.retention_days, settings.max_records)
+            except RepairLogError as exc:
+                LOGGER.warning("repair log: retention failed: %s", exc)
+            else:
+                if deleted:
+                    LOGGER.info("repair log: retention deleted %d records", deleted)
+            await asyncio.sleep(self._retention_interval)
+
+    def _succeeded(self, count: int) -> None:
+        self._written += count
+        metrics.REPAIRLOG_WRITTEN.inc(count)
+        if not self._healthy:
+            LOGGER.warning("repair log: writing again after errors")
+        self._healthy = True
+        self._failures = 0
+
+    def _failed(self, exc: RepairLogError) -> None:
+        metrics.REPAIRLOG_ERRORS.inc()
+        if self._healthy:
+            LOGGER.warning("repair log: write failed, keeping records until it recovers: %s", exc)
+        self._healthy = False
+        self._failures += 1
+        self._last_error = str(exc)
+
+    def _refused(self, exc: RepairLogError) -> None:
+        metrics.REPAIRLOG_ERRORS.inc()
+        LOGGER.warning("repair log: a record was refused and dropped: %s", exc)
+        self._drop(1, "invalid")
+
+    def _drop(self, count: int, reason: str) -> None:
+        self._dropped += count
+        metrics.REPAIRLOG_DROPPED.labels(reason).inc(count)
+
+    def _abandon(self) -> None:
+        """Count what could not be written before the stop deadline."""
+        left = len(self._queue) + self._in_flight
+        if left:
+            self._drop(left, "shutdown")
+        self._queue.clear()
+        self._in_flight = 0
+        metrics.REPAIRLOG_QUEUE_DEPTH.set(0)
+
+    def _died(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self._healthy = False
+            self._last_error = f"writer task died: {task.exception()!r}"
+            LOGGER.error("repair log: %s", self._last_error, exc_info=task.exception())
+
+
+def _captured(batch: list[Record], mode: str, max_error_bytes: int) -> list[Record]:
+    return [apply_capture(record, mode, max_error_bytes) for record in batch]

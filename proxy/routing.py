@@ -1,0 +1,85 @@
+"""Pick the upstream for a request: path prefix > header > model glob > default.
+
+``/v1/<rest>`` and ``/<upstream>/v1/<rest>`` are the proxied paths; ``<rest>`` is appended to
+the upstream's ``base_url`` (which ends with its own version segment, e.g. ``/v1`` or
+``/v1beta/openai``).
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any
+
+from proxy.errors import UnknownUpstream
+from proxy.settings import Settings
+
+#: Distinct models remembered per router; beyond it the cache starts over (clients send few).
+_CACHE_SIZE = 1024
+
+
+def split_path(path: str) -> tuple[str | None, str] | None:
+    """``("openai", "/chat/completions")`` for ``/openai/v1/chat/completions``, ``(None, …)`` for
+    ``/v1/…``, None for a path the proxy does not relay."""
+    if path.startswith("/v1/"):
+        return None, path[3:]
+    slash = path.find("/", 1)
+    if slash > 1 and path.startswith("/v1/", slash):
+        return path[1:slash], path[slash + 3 :]
+    return None
+
+
+def upstream_for_model(settings: Settings, model: Any) -> str | None:
+    """The first upstream whose ``models`` globs match ``model``, else ``routing.default``."""
+    if type(model) is str:
+        for name, upstream in settings.upstreams.items():
+            if any(fnmatchcase(model, pattern) for pattern in upstream.models):
+                return name
+    return settings.routing.default
+
+
+class Router:
+    """Routing with the settings' tables precomputed and model lookups cached."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._names = frozenset(settings.upstreams)
+        self._by_model: dict[str, str | None] = {}
+
+    def by_prefix(self, prefix: str) -> str:
+        """The upstream a path prefix names; 404 ``unknown_upstream`` when there is none."""
+        if prefix in self._names:
+            return prefix
+        raise UnknownUpstream(
+            f"No upstream is named {prefix!r} (path /{prefix}/v1/…); "
+            f"configured: {', '.join(sorted(self._names))}.",
+            status=404,
+        )
+
+    def pick(self, header: str | None, model: Any) -> str:
+        """The upstream named by the header, else matched by ``model``, else the default."""
+        if header is not None:
+            if header in self._names:
+                return header
+            raise UnknownUpstream(
+                f"x-toolcall-guard-upstream names no configured upstream: {header!r}; "
+                f"configured: {', '.join(sorted(self._names))}."
+            )
+        name = self._model_upstream(model)
+        if name is None:
+            raise UnknownUpstream(
+                f"No upstream matches model {model!r} and routing.default is not set; use "
+                "/<upstream>/v1/… or the x-toolcall-guard-upstream header."
+            )
+        return name
+
+    def _model_upstream(self, model: Any) -> str | None:
+        if type(model) is not str:
+            return self._settings.routing.default
+        try:
+            return self._by_model[model]
+        except KeyError:
+            pass
+        if len(self._by_model) >= _CACHE_SIZE:
+            self._by_model.clear()
+        name = self._by_model[model] = upstream_for_model(self._settings, model)
+        return name

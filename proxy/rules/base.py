@@ -1,0 +1,128 @@
+"""What a rule is: a pure detector plus named pure repairs, declared with :func:`rule`.
+
+A detector looks at a :class:`~proxy.messages.History` and returns :class:`Hit` s; a repair takes
+the history and those hits and returns a new history (never mutating the old one). The engine in
+:mod:`proxy.policy` turns hits into :class:`Finding` s and decides, per the policy, whether to
+repair, warn, reject or skip the rule altogether.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.messages import History
+
+Params = Mapping[str, Any]
+DetectFn = Callable[[History, Params], list["Hit"]]
+RepairFn = Callable[[History, Sequence["Hit"], Params], History]
+ParamsCheck = Callable[[Params], None]
+
+#: Actions every rule accepts besides its own repairs.
+BASE_ACTIONS = ("off", "warn", "reject")
+
+
+class BadParam(ValueError):
+    """A rule parameter whose value the rule cannot work with (raised by ``Rule.check_params``).
+
+    The policy builder turns it into an error naming the config key, so that a bad value fails
+    at start and never at request time.
+    """
+
+    def __init__(self, param: str, problem: str) -> None:
+        super().__init__(f"{param}: {problem}")
+        self.param = param
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One violation, found at ``index`` of the current history.
+
+    ``where`` is the JSON path below the message (``.tool_calls[1].id``); ``data`` carries what
+    the repair needs and never reaches a finding. Repairs leave ``fatal`` hits alone.
+    """
+
+    index: int
+    where: str = ""
+    detail: str = ""
+    data: Any = None
+    fatal: bool = False  # no repair can fix it: the request is rejected unless the rule only warns
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One violation as reported: recorded, counted and sent back in errors and headers."""
+
+    rule: str
+    action: str
+    path: str
+    detail: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "action": self.action, "path": self.path, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class Rule:
+    """A registered rule: its docstring (the detector's) is its documentation."""
+
+    name: str
+    detect: DetectFn
+    hint: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    repairs: dict[str, RepairFn] = field(default_factory=dict)
+    check_params: ParamsCheck | None = None  # raises BadParam for values the rule cannot use
+
+    @property
+    def doc(self) -> str:
+        return (self.detect.__doc__ or "").strip()
+
+    @property
+    def summary(self) -> str:
+        return self.doc.split("\n\n", 1)[0].replace("\n", " ")
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        return (*BASE_ACTIONS, *self.repairs)
+
+    @property
+    def default_repair(self) -> str:
+        """The first declared repair, or ``reject`` for a rule that has none."""
+        return next(iter(self.repairs), "reject")
+
+    def repair(self, action: str) -> Callable[[RepairFn], RepairFn]:
+        """Register ``fn`` as the repair called ``action`` (the first registered is the default)."""
+        if action in BASE_ACTIONS:
+            raise ValueError(f"{action!r} is reserved")
+
+        def register(fn: RepairFn) -> RepairFn:
+            self.repairs[action] = fn
+            return fn
+
+        return register
+
+
+def rule(
+    name: str,
+    *,
+    hint: str,
+    params: Mapping[str, Any] | None = None,
+    check_params: ParamsCheck | None = None,
+) -> Callable[[DetectFn], Rule]:
+    """Declare a rule from its detector. ``hint`` says what the client should change.
+
+    ``check_params`` validates the rule's parameters once, when a policy is built.
+    """
+
+    def declare(detect: DetectFn) -> Rule:
+        return Rule(
+            name=name,
+            detect=detect,
+            hint=hint,
+            params=dict(params or {}),
+            check_params=check_params,
+        )
+
+    return declare

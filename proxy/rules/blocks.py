@@ -1,0 +1,199 @@
+"""Call blocks, and how the tool results of a history bind to its calls.
+
+A **call block** is an assistant message with a non-empty ``tool_calls`` list followed by the
+maximal run of consecutive ``tool`` messages. A history is **well paired** when every call id is
+used once and answered by exactly one tool message inside its own block, and every tool message
+in a block answers a call of that block (order inside the block is free): the rule every
+provider enforces (OpenAI O1-O4, DeepSeek D1-D2, Gemini G7).
+
+The pairing rules share two things from here: :func:`well_paired`, a fast verdict that lets a
+clean history skip them all, and :func:`analyse`, the one O(messages + calls) pass that binds
+every result to its call when the verdict is no.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import add, itemgetter
+from typing import Any
+
+from proxy.messages import History, Message, call_id
+from proxy.rules import views
+
+_TOOL_CALL_ID = itemgetter("tool_call_id")
+
+Key = tuple[int, str]  # (position of the call block's assistant message, call id)
+
+
+def calls_of(message: Message) -> list[Any] | None:
+    """The ``tool_calls`` of an assistant message that opens a call block, else None."""
+    calls = message.get("tool_calls")
+    if type(calls) is list and calls and message["role"] == "assistant":
+        return calls
+    return None
+
+
+def block_end(messages: list[Message], start: int) -> int:
+    """Position of the last message of the tool run after ``start`` (``start`` if none)."""
+    end = start
+    while end + 1 < len(messages) and messages[end + 1]["role"] == "tool":
+        end += 1
+    return end
+
+
+def result_id(message: Message) -> str | None:
+    """A tool message's ``tool_call_id`` when it is a non-empty string."""
+    value = message.get("tool_call_id")
+    return value if type(value) is str and value else None
+
+
+def well_paired(history: History) -> bool:
+    """True when the history is well paired (see the module docstring).
+
+    Memoised per history: five pairing detectors ask in turn about the same clean history.
+    """
+    return history.memo("well_paired", _check)
+
+
+def _check(history: History) -> bool:
+    # Runs on every request with tool traffic: no per-block Python loop, and the usual case
+    # (results in call order) compared as one list.
+    index = history.index
+    callers, tools = index.callers, index.tools
+    if not callers:
+        return not tools
+    ids = _ids_in_place(history)
+    if ids is None:
+        return False
+    try:
+        answers = list(map(_TOOL_CALL_ID, index.tool_messages))
+        if answers != ids and not _same_blocks(callers, index.call_lists, ids, answers):
+            return False
+        return len(set(ids)) == len(ids)
+    except (TypeError, KeyError):  # a result without an id, or an unhashable one
+        return False
+
+
+def _ids_in_place(history: History) -> list[str] | None:
+    """The call ids (non-empty strings) when the results fill exactly the calls' blocks.
+
+    That is, when the k-th call's result sits inside the k-th call's block, counting in order.
+    """
+    index = history.index
+    if not index.regular or [] in index.call_lists:
+        return None
+    facts = views.call_facts(history)
+    if facts is not None:
+        return facts.ids if facts.spots == index.tools else None
+    starts = list(map(add, index.callers, repeat(1)))
+    ends = map(add, starts, map(len, index.call_lists))
+    if list(chain.from_iterable(map(range, starts, ends))) != index.tools:
+        return None
+    return views.string_ids(history)
+
+
+def _same_blocks(callers: list[int], lists: list[Any], ids: list[Any], answers: list[Any]) -> bool:
+    """Whether each result answers a call of the block it sits in (results in any order)."""
+    owners = [c for c, calls in zip(callers, lists, strict=True) for _ in calls]
+    owner_of = dict(zip(ids, owners, strict=True))
+    return len(set(answers)) == len(answers) and [owner_of.get(a) for a in answers] == owners
+
+
+@dataclass(slots=True)
+class Pairing:
+    """Where each call is and what answers it.
+
+    ``results`` maps a call (its block and id) to the positions of the tool messages bound to
+    it, in history order: those in its block, and ``misplaced`` ones from elsewhere. ``answered``
+    counts only the ones inside the block.
+    """
+
+    calls: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # id -> (pos, j)
+    capacity: dict[Key, int] = field(default_factory=dict)  # calls with that id in that block
+    results: dict[Key, list[int]] = field(default_factory=dict)
+    answered: dict[Key, int] = field(default_factory=dict)
+    misplaced: list[tuple[int, int]] = field(default_factory=list)  # (tool pos, block pos)
+    orphans: list[int] = field(default_factory=list)
+
+
+def analyse(history: History) -> Pairing:
+    """Bind every tool message of ``history`` to a call, in one pass over its tool traffic."""
+    messages = history.messages
+    pairing = Pairing()
+    owner: dict[int, int] = {}  # tool position -> position of the block it sits in
+    for c in history.index.callers:
+        calls = calls_of(messages[c])
+        if calls is None:
+            continue
+        for j, call in enumerate(calls):
+            cid = call_id(call)
+            if cid is not None:
+                pairing.calls.setdefault(cid, []).append((c, j))
+                pairing.capacity[c, cid] = pairing.capacity.get((c, cid), 0) + 1
+        for t in range(c + 1, block_end(messages, c) + 1):
+            owner[t] = c
+    for t in history.index.tools:
+        _bind(pairing, t, result_id(messages[t]), owner.get(t))
+    return pairing
+
+
+def _bind(pairing: Pairing, t: int, rid: str | None, block: int | None) -> None:
+    sites = pairing.calls.get(rid) if rid is not None else None
+    if rid is None or sites is None:
+        pairing.orphans.append(t)
+        return
+    if block is not None and (block, rid) in pairing.capacity:
+        key = (block, rid)
+        pairing.answered[key] = pairing.answered.get(key, 0) + 1
+    else:
+        # Out of place: it belongs to the nearest call before it, or else the first after it.
+        k = bisect_left(sites, t, key=_position)
+        key = (sites[k - 1][0] if k else sites[0][0], rid)
+        pairing.misplaced.append((t, key[0]))
+    pairing.results.setdefault(key, []).append(t)
+
+
+def _position(site: tuple[int, int]) -> int:
+    return site[0]
+
+
+def as_text(content: Any) -> str:
+    """``content`` as text for a user message: strings as they are, anything else as JSON."""
+    if type(content) is str:
+        return content
+    if type(content) is list and content and all(_is_text_part(p) for p in content):
+        return "\n".join(p["text"] for p in content)
+    return json.dumps(content, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def _is_text_part(part: Any) -> bool:
+    return type(part) is dict and part.get("type") == "text" and type(part.get("text")) is str
+
+
+def is_empty(content: Any) -> bool:
+    """Missing, null, ``""`` or ``[]`` content."""
+    return content is None or content in ("", [])
+
+
+def join_contents(first: Any, second: Any, separator: str) -> Any:
+    """Two message contents as one: strings joined, parts lists concatenated; empties skipped."""
+    if is_empty(first):
+        return second
+    if is_empty(second):
+        return first
+    if type(first) is list or type(second) is list:
+        return [*_parts(first), *_parts(second)]
+    return f"{_plain(first)}{separator}{_plain(second)}"
+
+
+def _parts(content: Any) -> list[Any]:
+    if type(content) is list:
+        return content
+    return [{"type": "text", "text": _plain(content)}]
+
+
+def _plain(content: Any) -> str:
+    return content if type(content) is str else as_text(content)

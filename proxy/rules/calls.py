@@ -1,0 +1,189 @@
+"""The rule about the shape of each tool call: its id, type and function name.
+
+It runs after the role rules and before pairing, so that pairing sees every call with a string
+id. The detector first proves a clean history clean in one pass over all its calls
+(:func:`proxy.rules.views.call_facts`), and only then runs the precise checks that name each
+violation. :func:`kind` and :func:`compact` serve the other shape rules too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from proxy.messages import History, Message, call_id, stable_id
+from proxy.rules import views
+from proxy.rules.base import Hit, Params, rule
+
+_KIND = {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def kind(value: Any) -> str:
+    """What a JSON value is, for details: ``null``, ``an object``, ``a number``…"""
+    return "null" if value is None else _KIND.get(type(value), type(value).__name__)
+
+
+def compact(value: Any) -> str:
+    """``value`` as compact JSON, the way the SDKs encode arguments."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        # orjson stops at 255 nesting levels and 64-bit integers; json knows neither limit.
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def _new_id(origin: int | None, position: int) -> str:
+    return stable_id("tool_call", origin, position)
+
+
+# --- tool_call_shape -------------------------------------------------------------------------
+
+
+def _all_well_formed(history: History) -> bool:
+    """Fast path: :func:`_well_formed` holds for every call of the history at once."""
+    facts = views.call_facts(history)
+    if facts is None:
+        return False
+    if facts.plain:
+        return True  # no call has a key beyond id, type and function
+    keys = views.call_keys(history)
+    return keys is not None and "index" not in keys
+
+
+def _well_formed(calls: list[Any]) -> bool:
+    try:
+        for call in calls:
+            identifier, name = call["id"], call["function"]["name"]
+            if "index" in call or type(call["type"]) is not str:
+                return False
+            if type(identifier) is not str or type(name) is not str or not identifier or not name:
+                return False
+    except (KeyError, TypeError):
+        return False
+    return True
+
+
+def _fatal(call: Any, j: int) -> tuple[str, str] | None:
+    """``(where, detail)`` of what makes a call impossible to repair, if anything."""
+    if type(call) is not dict:
+        return f".tool_calls[{j}]", f"tool call is {kind(call)}, not an object"
+    function = call.get("function")
+    if type(function) is not dict:
+        return f".tool_calls[{j}].function", f"tool call function is {kind(function)}"
+    name = function.get("name")
+    if type(name) is str and name:
+        return None
+    problem = "missing or empty" if name is None or name == "" else kind(name)
+    return f".tool_calls[{j}].function.name", f"tool call function name is {problem}"
+
+
+def _call_hits(i: int, j: int, call: dict[str, Any], new_id: str | None) -> list[Hit]:
+    hits = []
+    if type(call.get("type")) is not str:
+        hits.append(Hit(i, f".tool_calls[{j}].type", "tool call without 'type'"))
+    if new_id is not None:
+        hits.append(Hit(i, f".tool_calls[{j}].id", f"tool call without an id; given {new_id}"))
+    if "index" in call:
+        hits.append(Hit(i, f".tool_calls[{j}].index", "leftover streaming 'index' on a tool call"))
+    return hits
+
+
+def _shape_hits(history: History, i: int, calls: list[Any]) -> list[Hit]:
+    hits: list[Hit] = []
+    minted: list[str] = []
+    for j, call in enumerate(calls):
+        fatal = _fatal(call, j)
+        if fatal is not None:
+            hits.append(Hit(i, *fatal, fatal=True))
+            continue
+        new_id = None if call_id(call) else _new_id(history.origin(i), j)
+        if new_id is not None:
+            minted.append(new_id)
+        hits.extend(_call_hits(i, j, call, new_id))
+    if minted:
+        hits.extend(_bind_results(history.messages, i, minted))
+    return hits
+
+
+def _bind_results(messages: list[Message], i: int, minted: list[str]) -> list[Hit]:
+    """Tool messages right after ``i`` that name no call, bound in order to the minted ids."""
+    hits = []
+    waiting = iter(minted)
+    for k in range(i + 1, len(messages)):
+        message = messages[k]
+        if message["role"] != "tool":
+            break
+        current = message.get("tool_call_id")
+        if type(current) is str and current:
+            continue
+        new_id = next(waiting, None)
+        if new_id is None:
+            break
+        detail = f"tool result without tool_call_id; bound by position to {new_id}"
+        hits.append(Hit(k, ".tool_call_id", detail, data=new_id))
+    return hits
+
+
+@rule(
+    "tool_call_shape",
+    hint="Send each tool call as {'id', 'type': 'function', 'function': {'name', 'arguments'}}, "
+    "without streaming leftovers such as 'index'.",
+)
+def tool_call_shape(history: History, params: Params) -> list[Hit]:
+    """A replayed tool call without ``type`` or ``id``, with a streaming ``index``, or nameless.
+
+    Accumulated streaming deltas keep ``index`` (OpenAI: ``Unknown parameter:
+    'messages[1].tool_calls[0].index'.``); older Gemini models returned calls without ids.
+    The ``fix`` repair adds ``type: "function"``, mints a stable id from the message's
+    position and the call's (binding, in order, the tool messages right after it that name no
+    call), and strips ``index``. A call that is not an object, has no ``function`` object or
+    no name cannot be repaired (OpenAI: ``Invalid 'messages[69].tool_calls[0].function.name':
+    empty string.``): it is rejected, as is a ``tool_calls`` that is not an array.
+    """
+    if _all_well_formed(history):
+        return []
+    hits: list[Hit] = []
+    messages = history.messages
+    for i in history.index.callers:
+        calls = messages[i]["tool_calls"]
+        if messages[i]["role"] != "assistant" or calls is None:
+            continue
+        if type(calls) is not list:
+            detail = f"'tool_calls' is {kind(calls)}, not an array"
+            hits.append(Hit(i, ".tool_calls", detail, fatal=True))
+        elif not _well_formed(calls):
+            hits.extend(_shape_hits(history, i, calls))
+    return hits
+
+
+def _fixed_call(call: Any, origin: int | None, j: int) -> Any:
+    if _well_formed([call]) or _fatal(call, j) is not None:
+        return call
+    fixed = {
+        "id": call["id"] if call_id(call) else _new_id(origin, j),
+        "type": call["type"] if type(call.get("type")) is str else "function",
+    }
+    fixed.update((k, v) for k, v in call.items() if k not in ("id", "type", "index"))
+    return fixed
+
+
+@tool_call_shape.repair("fix")
+def _fix_shape(history: History, hits: Sequence[Hit], params: Params) -> History:
+    changes: dict[int, Message] = {}
+    for hit in hits:
+        if hit.fatal or hit.index in changes:
+            continue
+        message = history.messages[hit.index]
+        if message["role"] == "tool":
+            changes[hit.index] = {**message, "tool_call_id": hit.data}
+        else:
+            origin = history.origin(hit.index)
+            calls = [_fixed_call(c, origin, j) for j, c in enumerate(message["tool_calls"])]
+            changes[hit.index] = {**message, "tool_calls": calls}
+    return history.replace(changes)
+
+
+RULES = (tool_call_shape,)

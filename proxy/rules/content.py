@@ -1,0 +1,218 @@
+"""Rules about what a message's content may be: images, null and empty contents.
+
+They run after the turn-order and provider rules, so that every earlier repair's output gets
+the same finishing: no message leaves with a ``content`` its upstream refuses. Error texts
+quoted in the docstrings are the providers' own, from ``provider-rules.md`` (rows O14, O18,
+D11, D13, G9-G11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import repeat
+from operator import contains
+from typing import Any
+
+from proxy.messages import History, Message, tool_calls_of
+from proxy.rules import views
+from proxy.rules.base import Hit, Params, rule
+
+IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
+MOVED_IMAGE = "[image moved to the next user message]"
+MOVED_HERE = "[images from the messages above]"
+
+
+def _has_calls(message: Message) -> bool:
+    """An assistant turn that calls tools (``tool_calls`` or the legacy ``function_call``)."""
+    return message["role"] == "assistant" and (
+        bool(tool_calls_of(message)) or "function_call" in message
+    )
+
+
+def _is_image(part: Any) -> bool:
+    return type(part) is dict and type(kind := part.get("type")) is str and kind in IMAGE_PARTS
+
+
+@rule(
+    "image_outside_user",
+    hint="Send images in user messages only; tool and assistant messages carry text.",
+)
+def image_outside_user(history: History, params: Params) -> list[Hit]:
+    """Image parts (``image_url``, ``input_image``, ``image``) in assistant or tool messages.
+
+    OpenAI (O18): ``Invalid 'messages[234]'. Image URLs are only allowed for messages with role
+    'user', but this message with role 'tool' contains an image URL.`` (screenshots returned by
+    tools, generated images stored in assistant turns). The ``move`` repair replaces each image
+    with a short text part saying where it went, and puts the images, in order, in one user
+    message inserted right after the tool block (right after the assistant message when no
+    tool messages follow it).
+    """
+    if list not in views.odd_types(history):
+        return []
+    messages = history.messages
+    hits: list[Hit] = []
+    for i in history.index.odd_content:
+        content = messages[i].get("content")
+        if type(content) is list and (role := messages[i]["role"]) in ("assistant", "tool"):
+            hits.extend(
+                Hit(i, f".content[{k}]", f"image part in a message with role {role!r}")
+                for k, part in enumerate(content)
+                if _is_image(part)
+            )
+    return hits
+
+
+@image_outside_user.repair("move")
+def _move_images(history: History, hits: Sequence[Hit], params: Params) -> History:
+    messages = history.messages
+    changes: dict[int, Message] = {}
+    moved: dict[int, list[Any]] = {}  # end of the block -> its images, in order
+    end = -1
+    for i in sorted({h.index for h in hits}):
+        if i > end:  # a new block: this message and the tool messages right after it
+            end = i
+            while end + 1 < len(messages) and messages[end + 1]["role"] == "tool":
+                end += 1
+        content = messages[i]["content"]
+        moved.setdefault(end, []).extend(p for p in content if _is_image(p))
+        kept = [{"type": "text", "text": MOVED_IMAGE} if _is_image(p) else p for p in content]
+        changes[i] = {**messages[i], "content": kept}
+    entries: list[tuple[Message, int | None]] = []
+    for j, message in enumerate(messages):
+        entries.append((changes.get(j, message), j))
+        if j in moved:
+            user = {"role": "user", "content": [{"type": "text", "text": MOVED_HERE}, *moved[j]]}
+            entries.append((user, None))
+    return history.rebuild(entries)
+
+
+@rule("content_null", hint="Send 'content' as a string (\"\" when there is nothing to say).")
+def content_null(history: History, params: Params) -> list[Hit]:
+    """``content: null`` or no ``content`` where the upstream refuses it.
+
+    OpenAI (O14) allows null only on an assistant message with ``tool_calls``/``function_call``
+    (``Invalid value for 'content': expected a string, got null.``); elsewhere the ``fix``
+    repair sets ``""``. DeepSeek needs the key on every message (D11: ``missing field
+    `content```; D13: null refused on tool/user messages): ``""`` everywhere. Gemini refuses
+    null everywhere (G9: ``Expected string or list of content parts, got: null``): ``""``,
+    except on an assistant message with tool calls, where null or ``""`` (reported refused,
+    G10) loses the key.
+    """
+    dialect = params.get("dialect", "openai")
+    if _no_null_problem(history, dialect):
+        return []
+    messages = history.messages
+    hits: list[Hit] = []
+    for i in history.index.odd_content:
+        message = messages[i]
+        content = message.get("content")
+        if content is None:
+            # the usual tool-call turn (OpenAI: null; Gemini: no key), told apart inline: fast
+            calls = message.get("tool_calls")
+            fine = dialect == "openai" or (dialect == "gemini" and "content" not in message)
+            if fine and type(calls) is list and calls and message["role"] == "assistant":
+                continue
+        elif content != "" or dialect != "gemini":
+            continue
+        detail = _null_problem(message, dialect)
+        if detail is not None:
+            hits.append(Hit(i, ".content", detail))
+    return hits
+
+
+def _no_null_problem(history: History, dialect: str) -> bool:
+    """Fast path: no null content at all (nor ``""`` for Gemini), or only on the usual
+    tool-call turns: null on OpenAI, left out on Gemini."""
+    contents = views.odd_contents(history)
+    if None not in contents and (dialect != "gemini" or "" not in contents):
+        return True
+    if dialect == "openai":
+        return views.odd_only_on_call_turns(history)
+    if dialect == "gemini" and views.odd_only_on_call_turns(history):
+        return not any(map(contains, views.odd_messages(history), repeat("content")))
+    return False
+
+
+def _null_problem(message: Message, dialect: str) -> str | None:
+    content = message.get("content")
+    if dialect == "gemini" and _has_calls(message):
+        if content is None and "content" in message:
+            return "null content on a tool-call turn"
+        return "empty content on a tool-call turn" if content == "" else None
+    if content is not None or (dialect == "openai" and _has_calls(message)):
+        return None
+    return "content is null" if "content" in message else "content is missing"
+
+
+@content_null.repair("fix")
+def _fix_null(history: History, hits: Sequence[Hit], params: Params) -> History:
+    gemini = params.get("dialect") == "gemini"
+    changes = {}
+    for hit in hits:
+        message = history.messages[hit.index]
+        if gemini and _has_calls(message):
+            changes[hit.index] = {k: v for k, v in message.items() if k != "content"}
+        else:
+            changes[hit.index] = {**message, "content": ""}
+    return history.replace(changes)
+
+
+@rule(
+    "empty_text",
+    hint="Send non-empty text; leave 'content' out of tool-call turns instead.",
+    params={"text": "(empty)"},
+)
+def empty_text(history: History, params: Params) -> list[Hit]:
+    """Empty text where the upstream refuses it: ``content: ""`` (or ``[]``) and empty text parts.
+
+    Gemini (G11): ``Unable to submit request because it has an empty text parameter. Add a
+    value to the parameter and try again.`` (an empty tool result, typically). Hits: an empty
+    string or empty list as the content of a system, user, tool or plain assistant message,
+    and ``{"type": "text", "text": ""}`` parts anywhere. An assistant message with tool calls
+    needs no text. The ``placeholder`` repair writes ``text`` (default ``(empty)``) there. The
+    presets switch it on for Gemini only; it means the same for any upstream.
+    """
+    types = views.odd_types(history)
+    if str not in types and list not in types:  # an odd string is an empty one
+        return []
+    messages = history.messages
+    hits: list[Hit] = []
+    for i in history.index.odd_content:
+        content = messages[i].get("content")
+        if content is None:
+            continue
+        if content in _BLANKS:
+            if not _has_calls(messages[i]):
+                hits.append(Hit(i, ".content", "empty text content"))
+        elif type(content) is list:
+            hits.extend(
+                Hit(i, f".content[{k}].text", "empty text part")
+                for k, part in enumerate(content)
+                if _empty_part(part)
+            )
+    return hits
+
+
+_BLANKS: tuple[Any, ...] = ("", [])
+
+
+def _empty_part(part: Any) -> bool:
+    return type(part) is dict and part.get("type") == "text" and part.get("text") == ""
+
+
+@empty_text.repair("placeholder")
+def _placeholder(history: History, hits: Sequence[Hit], params: Params) -> History:
+    text = params.get("text") or "(empty)"
+    changes = {}
+    for i in {h.index for h in hits}:
+        message = history.messages[i]
+        content = message["content"]
+        if content in _BLANKS:
+            changes[i] = {**message, "content": text}
+        else:
+            parts = [{**p, "text": text} if _empty_part(p) else p for p in content]
+            changes[i] = {**message, "content": parts}
+    return history.replace(changes)
+
+
+RULES = (image_outside_user, content_null, empty_text)

@@ -1,0 +1,86 @@
+"""``toolcall-guard serve``: the proxy under uvicorn (uvloop, httptools).
+
+With ``--workers N`` uvicorn starts N processes that each build the app from an import string,
+so the settings travel through the environment: the config path in ``TOOLCALL_GUARD_CONFIG``
+and ``--host``/``--port`` as ``TOOLCALL_GUARD_SERVER__HOST``/``__PORT``, which every worker's
+:func:`load_settings` reads like any other override. Prometheus then needs a shared directory
+(``PROMETHEUS_MULTIPROC_DIR``); a fresh temporary one is made when none is set.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+import uvicorn
+from fastapi import FastAPI
+
+from proxy.app import create_app
+from proxy.errors import ConfigError
+from proxy.logs import configure_logging
+from proxy.repairlog import open_repair_log
+from proxy.settings import Settings, config_path, load_settings
+
+EXIT_CONFIG = 2
+#: Open streams get this long to finish on shutdown; then they are cut and the repair log's
+#: queue is drained (container runtimes kill after ~10 s).
+GRACEFUL_SHUTDOWN_SECONDS = 5
+
+
+def app_factory() -> FastAPI:
+    """Build the app from the environment (the import string each worker runs)."""
+    settings = load_settings()
+    configure_logging(settings.server)
+    return create_app(settings)
+
+
+def serve(
+    *,
+    config: str | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    workers: int = 1,
+) -> int:
+    """Run the proxy until interrupted; the process exit status."""
+    path = config_path(config)
+    if path is not None:
+        os.environ["TOOLCALL_GUARD_CONFIG"] = str(path.resolve())
+    if host is not None:
+        os.environ["TOOLCALL_GUARD_SERVER__HOST"] = host
+    if port is not None:
+        os.environ["TOOLCALL_GUARD_SERVER__PORT"] = str(port)
+    try:
+        settings = load_settings()
+        open_repair_log(settings.repair_log.url)  # checks the URL (it opens nothing yet)
+    except ConfigError as exc:
+        print(f"toolcall-guard: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    configure_logging(settings.server)
+    if workers == 1:
+        return _run(create_app(settings), settings, workers=1, factory=False)
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return _run("proxy.server:app_factory", settings, workers=workers, factory=True)
+    with tempfile.TemporaryDirectory(prefix="toolcall-guard-metrics-") as shared:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = shared
+        return _run("proxy.server:app_factory", settings, workers=workers, factory=True)
+
+
+def _run(app: object, settings: Settings, *, workers: int, factory: bool) -> int:
+    try:
+        uvicorn.run(
+            app,  # type: ignore[arg-type]
+            host=settings.server.host,
+            port=settings.server.port,
+            workers=workers,
+            factory=factory,
+            loop="uvloop",
+            http="httptools",
+            lifespan="on",
+            log_config=None,
+            access_log=False,  # one JSON line per request comes from proxy.logs instead
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )
+    except SystemExit as exc:  # uvicorn exits this way when start-up fails
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0

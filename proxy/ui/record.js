@@ -1,0 +1,99 @@
+// One record: what came in, what went out, why, and how to reproduce it locally.
+
+import { getJSON } from "./api.js";
+import { badge, copyButton, duration, h, timeLabel } from "./dom.js";
+import { compare, groupFindings } from "./compare.js";
+
+// The record page's nodes (the caller places them if the user has not moved on meanwhile).
+export async function recordPage(id, backHref) {
+  const record = await getJSON(`/repairs/${encodeURIComponent(id)}`);
+  return [
+    h("nav", { className: "crumbs" }, h("a", { href: backHref }, "← All records")),
+    header(record),
+    upstreamError(record),
+    findingsList(record),
+    reproduce(record),
+    compare(record),
+  ].filter(Boolean);
+}
+
+function header(record) {
+  const meta = [
+    ["created", timeLabel(record.created_at)],
+    ["upstream", record.upstream],
+    ["model", record.model ?? "—"],
+    ["path", record.path],
+    ["stream", record.stream ? "yes" : "no"],
+    ["upstream status", record.upstream_status ?? "—"],
+    ["error kind", record.upstream_error_kind],
+    ["duration", duration(record.duration_ms)],
+    ["request id", record.request_id],
+  ].filter(([, value]) => value !== undefined && value !== null && value !== "");
+  return h("header", { className: "record-head" },
+    h("h1", {}, badge(record.outcome), " ", h("span", { className: "mono id" }, record.id)),
+    h("dl", { className: "meta" },
+      meta.map(([key, value]) => h("div", {}, h("dt", {}, key), h("dd", {}, value)))));
+}
+
+function upstreamError(record) {
+  if (record.upstream_error == null) return null;
+  let text = String(record.upstream_error);
+  try {
+    text = JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    // Not JSON (a proxy's HTML page, plain text): shown as received.
+  }
+  return h("section", { className: "upstream-error" },
+    h("h2", {}, `Upstream error${record.upstream_status ? ` (${record.upstream_status})` : ""}`),
+    h("pre", { className: "mono" }, text));
+}
+
+function findingsList(record) {
+  const findings = record.findings || [];
+  if (!findings.length) return null;
+  const { general } = groupFindings(findings);
+  return h("section", { className: "findings" },
+    h("h2", {}, `Findings · ${findings.length}`),
+    h("ul", {}, findings.map((f) => h("li", {},
+      h("span", { className: "rule" }, f.rule), " ",
+      h("span", { className: `action action-${safeClass(f.action)}` }, f.action), " ",
+      general.includes(f) ? h("code", {}, f.path) : jump(f.path), " ",
+      h("span", { className: "detail" }, f.detail)))));
+}
+
+function safeClass(text) {
+  return String(text).replace(/[^a-z_]/g, "");
+}
+
+// Scrolls to the message row a finding is pinned to.
+function jump(path) {
+  const index = /^messages\[(\d+)\]/.exec(path)[1];
+  return h("button", { type: "button", className: "link mono", onclick: () => {
+    const row = document.getElementById(`msg-${index}`);
+    if (!row) return;
+    row.scrollIntoView({ behavior: "smooth", block: "center" });
+    row.classList.remove("flash");
+    void row.offsetWidth; // restart the animation
+    row.classList.add("flash");
+  } }, path);
+}
+
+// Shell-quotes a word for the copied command line.
+function shellWord(word) {
+  const text = String(word);
+  return /^[\w.:@%+=,/-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+function reproduce(record) {
+  const command = `toolcall-guard check history.json --upstream ${shellWord(record.upstream)} --fix`;
+  const json = (body) => `${JSON.stringify(body, null, 2)}\n`;
+  const forwarded = copyButton("Copy forwarded body", () => json(record.forwarded));
+  forwarded.disabled = record.forwarded == null;
+  return h("section", { className: "reproduce" },
+    h("h2", {}, "Reproduce locally"),
+    h("div", { className: "actions" }, forwarded,
+      copyButton("Copy received body", () => json(record.received)),
+      copyButton("Copy command", () => command)),
+    h("p", { className: "muted" }, "Save the received body as history.json, then run:"),
+    h("pre", { className: "mono command" }, command));
+}

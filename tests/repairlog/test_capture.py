@@ -1,0 +1,145 @@
+"""Capture modes: what of a body is kept (full, redacted, none), and never a credential."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from proxy.repairlog import apply_capture
+from proxy.repairlog.capture import digest, truncate
+from tests.repairlog.records import make_record
+
+BODY: dict[str, Any] = {
+    "model": "gpt-4o",
+    "api_key": "sk-live-123",
+    "Authorization": "Bearer sk-live-456",
+    "temperature": 0.5,
+    "stream": True,
+    "user": "alice@example.com",
+    "tools": [
+        {
+            "type": "function",
+            "function": {"name": "read_file", "description": "Reads a file", "parameters": {}},
+        }
+    ],
+    "messages": [
+        {"role": "system", "content": "You are a secret agent."},
+        {"role": "user", "name": "Alice", "content": [{"type": "text", "text": "read it"}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "thinking hard",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "/etc/passwd"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "name": "read_file", "content": "root:x:0"},
+        {"role": "assistant", "function_call": {"name": "legacy", "arguments": "{}"}},
+    ],
+}
+
+
+def captured(mode: str, body: Any = BODY) -> Any:
+    record = make_record()
+    record.received = body
+    record.forwarded = body
+    result = apply_capture(record, mode, 1024)
+    assert result.forwarded == result.received
+    return result.received
+
+
+def test_digest_is_length_and_sha256() -> None:
+    assert digest("héllo") == {
+        "length": 5,
+        "sha256": hashlib.sha256("héllo".encode()).hexdigest(),
+    }
+
+
+def test_full_keeps_the_body_but_no_credentials() -> None:
+    kept = captured("full")
+    assert "api_key" not in kept
+    assert "Authorization" not in kept
+    assert kept["messages"] == BODY["messages"]
+    assert kept["user"] == "alice@example.com"
+    assert BODY["api_key"] == "sk-live-123"  # the input is not mutated
+
+
+def test_redacted_keeps_structure_ids_names_and_hashes_text() -> None:
+    kept = captured("redacted")
+    system, user, assistant, tool, legacy = kept["messages"]
+    assert system == {"role": "system", "content": digest("You are a secret agent.")}
+    assert user["name"] == digest("Alice")  # a person's name is text
+    assert user["content"] == [{"type": "text", "text": digest("read it")}]
+    assert assistant["content"] is None
+    assert assistant["reasoning_content"] == digest("thinking hard")
+    call = assistant["tool_calls"][0]
+    assert call["id"] == "call_1"
+    assert call["type"] == "function"
+    assert call["function"]["name"] == "read_file"
+    assert call["function"]["arguments"] == digest('{"path": "/etc/passwd"}')
+    assert tool == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "name": "read_file",
+        "content": digest("root:x:0"),
+    }
+    assert legacy["function_call"]["name"] == "legacy"
+    assert kept["model"] == "gpt-4o"
+    assert kept["temperature"] == 0.5
+    assert kept["stream"] is True
+    assert kept["user"] == digest("alice@example.com")
+    assert kept["tools"][0]["function"]["name"] == "read_file"
+    assert kept["tools"][0]["function"]["description"] == digest("Reads a file")
+    assert "api_key" not in kept
+
+
+def test_redacted_stores_no_text_at_all() -> None:
+    text = str(captured("redacted"))
+    for secret in ("secret agent", "Alice", "read it", "passwd", "root:x", "thinking", "sk-live"):
+        assert secret not in text
+
+
+def test_none_keeps_only_roles_ids_and_tool_names() -> None:
+    assert captured("none") == {
+        "model": "gpt-4o",
+        "stream": True,
+        "messages": [
+            {"role": "system"},
+            {"role": "user"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "read_file"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "name": "read_file"},
+            {"role": "assistant", "function_call": {"name": "legacy"}},
+        ],
+        "tools": [{"type": "function", "function": {"name": "read_file"}}],
+    }
+
+
+@pytest.mark.parametrize("mode", ["full", "redacted", "none"])
+def test_odd_bodies_do_not_break_capture(mode: str) -> None:
+    for body in ([1, "a"], "text", None, {"messages": ["not a message", 3, None]}):
+        captured(mode, body)
+
+
+def test_rejected_records_keep_no_forwarded_body() -> None:
+    record = make_record(outcome="rejected")
+    assert apply_capture(record, "redacted", 1024).forwarded is None
+
+
+def test_upstream_error_is_bounded_on_a_character_boundary() -> None:
+    assert truncate("short", 256) == "short"
+    assert truncate(None, 256) is None
+    cut = truncate("é" * 300, 257)
+    assert cut == "é" * 128  # 256 bytes; half a character is not kept
+    record = make_record(outcome="upstream_rejected", upstream_error="x" * 5000)
+    assert apply_capture(record, "none", 300).upstream_error == "x" * 300

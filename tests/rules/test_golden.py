@@ -1,0 +1,55 @@
+"""Golden cases: every file in tests/cases/ is a list of cases run through apply_policy.
+
+A case: {"id", "policy" (a preset name), "overrides" (optional {rule: action-or-table}),
+"input" (messages), "findings" ([{"rule", "action", "path"}], in order), "output" (the expected
+messages, or null when the outcome is a rejection)}.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proxy.policy import apply_policy, build_policy
+
+CASES_DIR = Path(__file__).parent.parent / "cases"
+
+
+def _load() -> list[Any]:
+    params = []
+    for file in sorted(CASES_DIR.glob("*.json")):
+        for case in json.loads(file.read_text()):
+            params.append(pytest.param(case, id=f"{file.stem}:{case['id']}"))
+    return params
+
+
+@pytest.mark.parametrize("case", _load())
+def test_golden(case: dict[str, Any]) -> None:
+    policy = build_policy(case["policy"], overrides=case.get("overrides"))
+    original = copy.deepcopy(case["input"])
+    outcome = apply_policy(case["input"], policy)
+    got = [{"rule": f.rule, "action": f.action, "path": f.path} for f in outcome.findings]
+    assert got == case["findings"]
+    assert case["input"] == original, "apply_policy mutated its input"
+    if case["output"] is None:
+        assert outcome.rejected
+    else:
+        assert not outcome.rejected
+        assert outcome.messages == case["output"]
+        if all(f["action"] != "warn" for f in got):
+            again = apply_policy(outcome.messages, policy)
+            assert again.findings == (), "sanitizing twice must find nothing the second time"
+
+
+def test_every_rule_has_golden_cases() -> None:
+    from proxy.rules import RULES
+
+    covered = set()
+    for file in CASES_DIR.glob("*.json"):
+        for case in json.loads(file.read_text()):
+            covered.update(f["rule"] for f in case["findings"])
+    assert set(RULES) <= covered, f"rules without golden cases: {sorted(set(RULES) - covered)}"

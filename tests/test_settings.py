@@ -1,0 +1,66 @@
+"""The shipped config/toolcall-guard.toml: complete, documented, and in line with the defaults."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from proxy.settings import RepairLogSettings, ServerSettings, Settings, load_settings
+
+CONFIG = Path(__file__).resolve().parent.parent / "config" / "toolcall-guard.toml"
+
+
+def test_shipped_config_loads_and_equals_the_built_in_defaults() -> None:
+    shipped = load_settings(CONFIG)
+    assert shipped.model_dump() == Settings().model_dump()
+
+
+@pytest.mark.parametrize(
+    ("section", "model"), [("server", ServerSettings), ("repair_log", RepairLogSettings)]
+)
+def test_every_key_of_the_section_is_in_the_file(section: str, model: type) -> None:
+    data = tomllib.loads(CONFIG.read_text())
+    assert set(data[section]) == set(model.model_fields)
+
+
+def test_the_providers_real_endpoints_and_key_variables() -> None:
+    upstreams = tomllib.loads(CONFIG.read_text())["upstreams"]
+    assert upstreams["openai"]["base_url"] == "https://api.openai.com/v1"
+    assert upstreams["deepseek"]["base_url"] == "https://api.deepseek.com/v1"
+    assert (
+        upstreams["gemini"]["base_url"] == "https://generativelanguage.googleapis.com/v1beta/openai"
+    )
+    assert {u["api_key_env"] for u in upstreams.values()} == {
+        "OPENAI_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "GEMINI_API_KEY",
+    }
+    assert {u["policy"] for u in upstreams.values()} == {"openai", "deepseek", "gemini"}
+
+
+def test_every_key_has_a_comment() -> None:
+    lines = CONFIG.read_text().splitlines()
+    undocumented = []
+    in_upstreams = False
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            in_upstreams = line.startswith("[upstreams.")
+        if "=" not in line or line.lstrip().startswith("#") or in_upstreams:
+            continue  # upstream keys share the block comment above the tables
+        if not lines[i - 1].lstrip().startswith("#"):
+            undocumented.append(line)
+    assert undocumented == []
+
+
+def test_upstream_table_keys_are_explained_in_the_block_comment() -> None:
+    text = CONFIG.read_text()
+    upstream_keys = {k for u in tomllib.loads(text)["upstreams"].values() for k in u}
+    block = text.split("[upstreams.openai]")[0]
+    assert all(key in block for key in upstream_keys), upstream_keys
+
+
+def test_environment_overrides_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLCALL_GUARD_SERVER__PORT", "9123")
+    assert load_settings(CONFIG).server.port == 9123
