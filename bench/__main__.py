@@ -62,9 +62,9 @@ def parse(argv: list[str]) -> tuple[phases.Config, argparse.Namespace]:
     parser.add_argument("--skip-sanitizer", action="store_true")
     parser.add_argument(
         "--repair-log",
-        default=os.environ.get("BENCH_REPAIR_LOG", "memory://"),
-        help="toolcall-guard's repair log: memory:// (default), 'sqlite' (a file in the bench's "
-        "temporary directory) or any URL it accepts (env BENCH_REPAIR_LOG)",
+        default=os.environ.get("BENCH_REPAIR_LOG", "sqlite"),
+        help="toolcall-guard's repair log: 'sqlite' (default, as the product ships: a file in the "
+        "bench's temporary directory), memory:// or any URL it accepts (env BENCH_REPAIR_LOG)",
     )
     parser.add_argument("--output", type=Path, default=RESULTS)
     base = QUICK if "--quick" in argv else phases.Config()

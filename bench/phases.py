@@ -59,8 +59,8 @@ CLEAN = [
     for conc in (1, 32)
 ]
 #: Run after everything else on the shared processes: every repaired request leaves a record
-#: (both bodies, ~1 MB of Python objects) in toolcall-guard's memory:// log, which would
-#: otherwise inflate its RSS figures.
+#: (both bodies), queued in toolcall-guard until written (kept in RAM with ``--repair-log
+#: memory://``), which would otherwise weigh on its RSS figures.
 BROKEN = [Scenario("broken", False, 1), Scenario("broken", False, 32)]
 SCENARIOS = CLEAN + BROKEN
 

@@ -236,6 +236,13 @@ class History:
         value: T = self._memo[key]
         return value
 
+    @property
+    def tool_free(self) -> bool:
+        """Whether no message is about a tool call: no role ``tool`` or ``function``, no
+        ``tool_calls``, ``function_call`` or ``tool_call_id`` key (rules declared ``tools_only``
+        have nothing to look at then)."""
+        return self.memo("tool_free", _tool_free)
+
     def origin(self, i: int) -> int | None:
         return i if self.origins is None else self.origins[i]
 
@@ -263,3 +270,13 @@ class History:
     def entries(self) -> list[tuple[Message, int | None]]:
         """``(message, position)`` pairs, the usual start for :meth:`rebuild`."""
         return [(message, i) for i, message in enumerate(self.messages)]
+
+
+_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
+
+
+def _tool_free(history: History) -> bool:
+    index = history.index
+    if index.tools or index.callers or "function" in index.roles:
+        return False
+    return all(_TOOL_KEYS.isdisjoint(keys) for keys in index.keys.values())

@@ -214,7 +214,10 @@ def apply_policy(messages: list[Message], policy: Policy) -> Outcome:
     history = History(messages)
     findings: list[Finding] = []
     rejected = False
+    tool_free = history.tool_free
     for rule, setting in policy.active:
+        if tool_free and rule.tools_only:
+            continue
         hits = rule.detect(history, setting.params)
         if not hits:
             continue
@@ -225,6 +228,7 @@ def apply_policy(messages: list[Message], policy: Policy) -> Outcome:
             rejected = rejected or done == "reject"
         if action not in ("warn", "reject"):
             history = rule.repairs[action](history, hits, setting.params)
+            tool_free = history.tool_free
     if rejected:
         return Outcome(messages, tuple(findings), changed=False, rejected=True)
     return Outcome(history.messages, tuple(findings), history.messages is not messages, False)

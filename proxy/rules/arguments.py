@@ -74,6 +74,7 @@ def _not_a_string(arguments: Any) -> str | None:
 
 @rule(
     "arguments_not_string",
+    tools_only=True,
     hint="Send function.arguments as a JSON-encoded string (json.dumps the arguments object).",
 )
 def arguments_not_string(history: History, params: Params) -> list[Hit]:
@@ -153,6 +154,7 @@ def _not_an_object(arguments: Any) -> str | None:
 
 @rule(
     "arguments_invalid_json",
+    tools_only=True,
     hint="Keep function.arguments a complete JSON object; don't persist truncated tool calls.",
 )
 def arguments_invalid_json(history: History, params: Params) -> list[Hit]:
@@ -186,7 +188,11 @@ def _empty_arguments(history: History, hits: Sequence[Hit], params: Params) -> H
 # --- empty_tool_calls ------------------------------------------------------------------------
 
 
-@rule("empty_tool_calls", hint="Omit 'tool_calls' on messages that make no tool call.")
+@rule(
+    "empty_tool_calls",
+    tools_only=True,
+    hint="Omit 'tool_calls' on messages that make no tool call.",
+)
 def empty_tool_calls(history: History, params: Params) -> list[Hit]:
     """``tool_calls: []`` or ``tool_calls: null`` on a message that makes no call.
 

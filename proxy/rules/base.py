@@ -74,6 +74,8 @@ class Rule:
     params: Mapping[str, Any] = field(default_factory=dict)
     repairs: dict[str, RepairFn] = field(default_factory=dict)
     check_params: ParamsCheck | None = None  # raises BadParam for values the rule cannot use
+    #: Fires only on messages about tool calls: skipped on a history that has none.
+    tools_only: bool = False
 
     @property
     def doc(self) -> str:
@@ -110,10 +112,14 @@ def rule(
     hint: str,
     params: Mapping[str, Any] | None = None,
     check_params: ParamsCheck | None = None,
+    tools_only: bool = False,
 ) -> Callable[[DetectFn], Rule]:
     """Declare a rule from its detector. ``hint`` says what the client should change.
 
     ``check_params`` validates the rule's parameters once, when a policy is built.
+    ``tools_only``: the detector can only find something where :attr:`History.tool_free` is
+    false (a role ``tool``/``function``, a ``tool_calls``, ``function_call`` or
+    ``tool_call_id`` key); the engine skips it elsewhere.
     """
 
     def declare(detect: DetectFn) -> Rule:
@@ -123,6 +129,7 @@ def rule(
             hint=hint,
             params=dict(params or {}),
             check_params=check_params,
+            tools_only=tools_only,
         )
 
     return declare

@@ -19,6 +19,7 @@ from proxy.rules.base import BadParam, Hit, Params, rule
 
 @rule(
     "too_many_tool_calls",
+    tools_only=True,
     hint="Send at most 128 tool calls in one assistant message; split bigger steps.",
     params={"max_calls": 128},
 )
@@ -115,6 +116,7 @@ def _check_pattern(params: Params) -> None:
 
 @rule(
     "tool_call_id_format",
+    tools_only=True,
     hint="Use tool call ids of at most 40 characters (or the upstream's id pattern).",
     params={"max_length": 40, "pattern": ""},
     check_params=_check_pattern,

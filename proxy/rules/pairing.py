@@ -36,6 +36,7 @@ from proxy.rules.rebuild import (
 
 @rule(
     "duplicate_tool_call_id",
+    tools_only=True,
     hint="Give every tool call its own id, unique across the whole history.",
 )
 def duplicate_tool_call_id(history: History, params: Params) -> list[Hit]:
@@ -94,6 +95,7 @@ def _rename(history: History, hits: Sequence[Hit], params: Params) -> History:
 
 @rule(
     "misplaced_tool_result",
+    tools_only=True,
     hint="Send each tool message right after the assistant message whose 'tool_calls' it answers.",
 )
 def misplaced_tool_result(history: History, params: Params) -> list[Hit]:
@@ -131,6 +133,7 @@ def _move(history: History, hits: Sequence[Hit], params: Params) -> History:
 
 @rule(
     "duplicate_tool_result",
+    tools_only=True,
     hint="Send exactly one tool message per tool call.",
 )
 def duplicate_tool_result(history: History, params: Params) -> list[Hit]:
@@ -171,6 +174,7 @@ duplicate_tool_result.repair("keep_first")(_keep_last)
 
 @rule(
     "orphan_tool_result",
+    tools_only=True,
     hint="Keep the assistant message with 'tool_calls' (and its 'id's) that each tool result "
     "answers; trim histories at whole call blocks.",
     params={"text": SALVAGE_TEXT},
@@ -257,6 +261,7 @@ def _restore(history: History, hits: Sequence[Hit], params: Params) -> History:
 
 @rule(
     "missing_tool_result",
+    tools_only=True,
     hint="Answer every tool call with a tool message before the next non-tool message.",
     params={"text": MISSING_TEXT},
 )

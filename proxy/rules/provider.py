@@ -25,6 +25,7 @@ _NAME = itemgetter("name")
 
 @rule(
     "tool_message_name",
+    tools_only=True,
     hint="Send the called function's name as 'name' on tool messages (or none, per upstream).",
 )
 def tool_message_name(history: History, params: Params) -> list[Hit]:
@@ -100,6 +101,7 @@ def _strip_name(history: History, hits: Sequence[Hit], params: Params) -> Histor
 
 @rule(
     "missing_reasoning_content",
+    tools_only=True,
     hint="Pass each tool-call turn's 'reasoning_content' back to the API unchanged.",
 )
 def missing_reasoning_content(history: History, params: Params) -> list[Hit]:
@@ -132,6 +134,7 @@ def _add_reasoning(history: History, hits: Sequence[Hit], params: Params) -> His
 
 @rule(
     "thought_signature",
+    tools_only=True,
     hint="Echo each tool call's extra_content.google.thought_signature back as Gemini sent it.",
     params={"signature": DUMMY_SIGNATURE},
 )

@@ -10,6 +10,7 @@ from proxy.rules.base import Hit, Params, rule
 
 @rule(
     "legacy_function_role",
+    tools_only=True,
     hint="Send tool calls as assistant 'tool_calls' and results as role 'tool' messages.",
 )
 def legacy_function_role(history: History, params: Params) -> list[Hit]:

@@ -69,6 +69,7 @@ def _drop_empty(history: History, hits: Sequence[Hit], params: Params) -> Histor
 
 @rule(
     "function_call_turn_order",
+    tools_only=True,
     hint="Put each assistant 'tool_calls' message right after a user message or tool results.",
     params={"text": CONTINUE_TEXT},
 )

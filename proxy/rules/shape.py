@@ -28,7 +28,11 @@ def _parts_problem(content: list[Any], dialect: Any) -> str | None:
     return None
 
 
-@rule("tool_content_shape", hint="Send tool results as a string; JSON-encode structured results.")
+@rule(
+    "tool_content_shape",
+    tools_only=True,
+    hint="Send tool results as a string; JSON-encode structured results.",
+)
 def tool_content_shape(history: History, params: Params) -> list[Hit]:
     """A ``tool`` message whose content is an object, number, boolean, null or missing.
 

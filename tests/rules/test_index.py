@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from proxy.messages import History, Message
 from proxy.policy import apply_policy, build_policy
-from proxy.rules import arguments, views
+from proxy.rules import PIPELINE, arguments, views
 from proxy.rules.blocks import well_paired
 from tests.factories import DIALECTS, for_dialect, histories
 
@@ -275,3 +275,36 @@ def test_the_argument_cache_is_bounded_and_keeps_only_objects(
     assert not arguments._known_objects(['{"n": 1}', "[1]"])
     assert "[1]" not in arguments._OBJECTS
     assert not arguments._known_objects([{"n": 1}])  # unhashable: not a string at all
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner),
+    max_leaves=6,
+)
+_TOOL_FREE_KEYS = [k for k in KEYS if k not in ("tool_calls", "tool_call_id", "function_call")]
+
+
+@st.composite
+def tool_free_histories(draw: st.DrawFn) -> list[Message]:
+    roles = st.sampled_from([r for r in ROLES if r not in ("tool", "function")])
+    message = st.fixed_dictionaries(
+        {"role": roles}, optional={k: _JSON for k in _TOOL_FREE_KEYS if k != "role"}
+    )
+    return draw(st.lists(message, min_size=1, max_size=6))
+
+
+@FUZZ
+@given(messages=tool_free_histories(), dialect=st.sampled_from(DIALECTS))
+def test_tools_only_rules_find_nothing_where_no_message_is_about_a_tool(
+    messages: list[Message], dialect: str
+) -> None:
+    """The engine skips ``tools_only`` rules on such histories: their detectors must agree."""
+    history = History(messages)
+    assert history.tool_free
+    every_rule = {r.name: "warn" for r in PIPELINE if r.tools_only}
+    policy = build_policy("passthrough", dialect=dialect, overrides=every_rule)
+    assert len(policy.active) == len(every_rule)
+    for rule, setting in policy.active:
+        if rule.tools_only:
+            assert rule.detect(history, setting.params) == [], rule.name
