@@ -60,6 +60,7 @@ class RepairLogSettings(_Section):
     retention_days: float = Field(30, gt=0)
     max_records: int = Field(100_000, ge=1)
     queue_size: int = Field(10_000, ge=1)
+    queue_bytes: int = Field(32 * 1024 * 1024, ge=1024)
     batch_size: int = Field(200, ge=1)
     flush_interval: float = Field(1.0, gt=0, le=60)
     max_error_body_bytes: int = Field(16_384, ge=256)

@@ -101,6 +101,7 @@ class ProxyEndpoint:
             upstream = self.router.by_prefix(prefix) if prefix is not None else None
             path = upstream_target(scope, prefix, rest)
             body = await read_body(receive, self.max_body, self.body_timeout)
+            ex.body_size = len(body)
             if rest == "/chat/completions" and scope["method"] == "POST":
                 log.route = "chat"
                 upstream, body = self._sanitize(ex, upstream, body)
@@ -155,10 +156,14 @@ class ProxyEndpoint:
             return upstream, body
         log.rules = ",".join(f"{rule}={n}" for rule, n in outcome.rule_counts().items())
         forwarded = None if status == "rejected" else {**data, "messages": outcome.messages}
-        ex.record = self._record(ex, upstream, status, outcome, forwarded)
+        record = ex.record = self._record(ex, upstream, status, outcome, forwarded)
         if status == "rejected":
             raise _rejection(outcome)
-        return upstream, body if status == "warned" else _dumps(forwarded)
+        if status == "warned":
+            return upstream, body
+        repaired = _dumps(forwarded)
+        record.size += len(repaired)
+        return upstream, repaired
 
     def _policy(self, upstream: str, mode: bytes | None) -> Policy:
         policies = self.policies[upstream]
@@ -190,6 +195,7 @@ class ProxyEndpoint:
             received=ex.data,
             forwarded=forwarded,
             request_id=log.request_id,
+            size=ex.body_size,
         )
         log.record = record.id
         return record

@@ -32,6 +32,7 @@ class Exchange:
 
     __slots__ = (
         "auth",
+        "body_size",
         "data",
         "forward",
         "log",
@@ -51,6 +52,7 @@ class Exchange:
         self.mode: bytes | None = None
         self.upstream_header: bytes | None = None
         self.data: Any = None  # the parsed chat body
+        self.body_size = 0
         self.record: Record | None = None
         sent_id = connection = None
         forward: RawHeaders = []

@@ -46,3 +46,5 @@ class Record:
     request_id: str | None = None
     id: str = field(default_factory=new_record_id)
     created_at: datetime = field(default_factory=utcnow)
+    #: Bytes of the request bodies it holds, for the writer's memory bound; not stored.
+    size: int = field(default=0, repr=False, compare=False)

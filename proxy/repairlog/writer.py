@@ -9,8 +9,9 @@ No record is lost without being counted (``toolcall_guard_repairlog_dropped_tota
 - the backend is unavailable (server down, disk full, file gone): the batch goes back to the
   head of the queue and is tried again after a growing pause (``flush_interval`` doubled up to
   :data:`MAX_BACKOFF`), so writing resumes where it stopped when the backend comes back;
-- the queue holds ``queue_size`` records, the batch being written included: beyond it new
-  records are dropped (``queue_full``), never the request;
+- the queue holds ``queue_size`` records and ``queue_bytes`` bytes of request bodies
+  (:attr:`Record.size`), the batch being written included: beyond either new records are
+  dropped (``queue_full``), never the request;
 - a record the backend refuses for what it holds (not for being down) is found by writing its
   batch one record at a time, and dropped alone (``invalid``);
 - ``stop`` drains the queue within ``stop_timeout``; what is left, or what a backend still down
@@ -63,6 +64,7 @@ class RecordWriter:
         self._retention: asyncio.Task[None] | None = None
         self._stopping = False
         self._in_flight = 0  # records of the batch being written
+        self._bytes = 0  # Record.size of the pending records
         self._failures = 0  # failed tries in a row
         self._written = 0
         self._dropped = 0
@@ -114,10 +116,13 @@ class RecordWriter:
         if self._stopping:
             self._drop(1, "stopped")
             return False
-        if len(self._queue) + self._in_flight >= self._settings.queue_size:
+        pending = len(self._queue) + self._in_flight
+        too_heavy = pending and self._bytes + record.size > self._settings.queue_bytes
+        if pending >= self._settings.queue_size or too_heavy:
             self._drop(1, "queue_full")
             return False
         self._queue.append(record)
+        self._bytes += record.size
         metrics.REPAIRLOG_QUEUE_DEPTH.set(self.pending)
         self._wake.set()
         if len(self._queue) >= self._settings.batch_size:
@@ -158,9 +163,11 @@ class RecordWriter:
             self._in_flight = len(batch)
             left = await self._flush(batch)
             self._in_flight = 0
+            self._bytes -= sum(r.size for r in batch) - sum(r.size for r in left)
             if left and self._stopping:  # no time to wait for the backend: count the rest
                 self._drop(len(left) + len(self._queue), "backend")
                 self._queue.clear()
+                self._bytes = 0
             elif left:
                 self._queue.extendleft(reversed(left))
                 await self._pause()
@@ -273,6 +280,7 @@ class RecordWriter:
             self._drop(left, "shutdown")
         self._queue.clear()
         self._in_flight = 0
+        self._bytes = 0
         metrics.REPAIRLOG_QUEUE_DEPTH.set(0)
 
     def _died(self, task: asyncio.Task[None]) -> None:

@@ -121,6 +121,19 @@ def test_sqlite_never_writable_drops_and_counts_beyond_the_queue(
     assert "/proc" in reason or "unable to open" in reason
 
 
+def test_records_waiting_for_storage_are_bounded_by_their_bytes(
+    start_guard: Callable[..., Guard], emulator: str, http: httpx.Client
+) -> None:
+    url = "sqlite:////proc/toolcall-guard-tests/repairs.sqlite3"
+    bound = settings_for(url, queue_size=1000, queue_bytes=1024)
+    guard = start_guard({"openai": emulator}, repair_log_settings=bound)
+    repaired(http, guard.url, 20)  # every request still answered, fast
+    writer = guard.app.state.writer
+    received = len(orjson.dumps({"model": "gpt-4o", "messages": ORPHAN}))
+    assert 1 <= writer.pending <= 1024 // received  # each holds its received + forwarded body
+    assert writer.pending + writer.dropped == 20
+
+
 class Subprocess:
     """``toolcall-guard serve`` in a child process, stderr drained into :attr:`output`."""
 

@@ -106,6 +106,26 @@ async def test_a_full_queue_drops_and_counts(memory_log: MemoryRepairLog) -> Non
     assert metric("toolcall_guard_repairlog_queue_depth") == 0
 
 
+async def test_the_queue_is_bounded_by_the_bytes_its_records_hold(
+    memory_log: MemoryRepairLog,
+) -> None:
+    """Records of large histories are held until written: a byte bound keeps a slow backend
+    from turning a burst of them into gigabytes."""
+    writer = RecordWriter(memory_log, settings(queue_size=1000, queue_bytes=10_000))
+    before = metric("toolcall_guard_repairlog_dropped_total", reason="queue_full")
+    sizes = [4_000, 4_000, 4_000, 1_000, 50_000]
+    accepted = [writer.submit(make_record(n, size=size)) for n, size in enumerate(sizes)]
+    assert accepted == [True, True, False, True, False]
+    assert metric("toolcall_guard_repairlog_dropped_total", reason="queue_full") == before + 2
+    writer.start()
+    await eventually(lambda: writer.written == 3, within=2)
+    # Written records free their bytes: one larger than the whole bound still gets in alone.
+    assert writer.submit(make_record(9, size=50_000))
+    await eventually(lambda: writer.written == 4, within=2)
+    await writer.stop()
+    assert await count(memory_log) == 4
+
+
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 async def test_stop_drains_the_queue(kind: str, tmp_path: Path) -> None:
     log: RepairLog = MemoryRepairLog() if kind == "memory" else SQLiteRepairLog(tmp_path / "x.db")
