@@ -117,7 +117,7 @@ class RecordWriter:
             self._drop(1, "stopped")
             return False
         pending = len(self._queue) + self._in_flight
-        too_heavy = pending and self._bytes + record.size > self._settings.queue_bytes
+        too_heavy = pending > 0 and self._bytes + record.size > self._settings.queue_bytes
         if pending >= self._settings.queue_size or too_heavy:
             self._drop(1, "queue_full")
             return False

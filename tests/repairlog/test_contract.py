@@ -210,6 +210,19 @@ async def test_stats_count_by_outcome_rule_upstream_and_error_kind(log: RepairLo
     assert later["by_rule"] == {"orphan_tool_result": 2, "missing_tool_result": 1}
 
 
+async def test_a_batch_larger_than_one_statement_is_written_whole(log: RepairLog) -> None:
+    """SQLite writes a batch in multi-row statements of a bounded size: 130 records (and 260
+    rule rows) take several, and none of them may lose or repeat a row."""
+    rules = ("orphan_tool_result", "missing_tool_result")
+    records = [make_record(n, rules=rules) for n in range(130)]
+    await log.write(records)
+    stats = await log.stats(None)
+    assert stats["total"] == 130
+    assert stats["by_rule"] == {"orphan_tool_result": 130, "missing_tool_result": 130}
+    rows = await all_pages(log, 100)
+    assert [row["id"] for row in rows] == newest_first(records)
+
+
 async def test_empty_log_stats(log: RepairLog) -> None:
     stats = await log.stats(None)
     assert stats["total"] == 0
