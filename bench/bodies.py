@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from bench.sanitize import clean_history
-from proxy.policy import apply_policy, build_policy
+from proxy.core.policy import apply_policy, build_policy
 
 Message = dict[str, Any]
 MODEL = "gpt-4o-mini"

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from proxy.policy import apply_policy, build_policy
+from proxy.core.policy import apply_policy, build_policy
 
 Message = dict[str, Any]
 Samples = dict[str, list[float]]

@@ -13,10 +13,10 @@ from typing import Any, TextIO
 
 import orjson
 
+from proxy.core.chat.messages import MalformedHistory, messages_of
+from proxy.core.chat.rules import RULES
+from proxy.core.policy import PRESETS, Outcome, Policy, apply_policy, build_policy
 from proxy.errors import ConfigError
-from proxy.messages import MalformedHistory, messages_of
-from proxy.policy import PRESETS, Outcome, Policy, apply_policy, build_policy
-from proxy.rules import RULES
 from proxy.settings import Settings, load_settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_REJECTED, EXIT_UNREADABLE = 0, 1, 2, 3

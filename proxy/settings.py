@@ -20,8 +20,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from proxy.core.policy import PRESETS, Policy, build_policy
 from proxy.errors import ConfigError
-from proxy.policy import PRESETS, Policy, build_policy
 
 DEFAULT_CONFIG = Path("config/toolcall-guard.toml")
 

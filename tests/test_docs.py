@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.policy import build_policy
-from proxy.rules import PIPELINE, RULES
+from proxy.core.chat.rules import PIPELINE, RULES
+from proxy.core.policy import build_policy
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy.core.policy import apply_policy, build_policy
 from proxy.emulator import validate
-from proxy.policy import apply_policy, build_policy
 from tests.factories import DIALECTS, body, broken_histories, for_dialect, histories
 
 POLICIES = {dialect: build_policy(dialect) for dialect in DIALECTS}

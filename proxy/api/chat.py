@@ -32,9 +32,10 @@ from starlette.types import Receive, Scope, Send
 
 from proxy import metrics
 from proxy.api import limits
+from proxy.core.chat.messages import MalformedHistory, messages_of
+from proxy.core.chat.rules import RULES
+from proxy.core.policy import MODES, Outcome, Policy, apply_policy
 from proxy.errors import BadRequestBody, HistoryRejected, ProxyError, Unauthorized
-from proxy.messages import MalformedHistory, messages_of
-from proxy.policy import MODES, Outcome, Policy, apply_policy
 from proxy.relay.asgi import (
     ClientGone,
     ClientWatch,
@@ -54,7 +55,6 @@ from proxy.relay.exchange import (
 from proxy.repairlog import RecordWriter, classify_upstream_error
 from proxy.repairlog.record import Record
 from proxy.routing import Router
-from proxy.rules import RULES
 from proxy.settings import Settings
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
+from proxy.core.chat.messages import Message
 from proxy.errors import BadRequestBody
-from proxy.messages import Message
 from proxy.settings import ServerSettings
 
 #: Up to this size, counting brackets is cheaper than walking the parsed body.

@@ -3,8 +3,8 @@
 They validate ``messages`` the way the real providers do and answer with the real status
 codes, error JSON shapes and error texts of /work/shared/provider-rules.md (rows named in each
 validator's docstring: `openai`/`openai_schema`, `deepseek`/`deepseek_schema`, `gemini`).
-They are written independently of the sanitizer (nothing here imports `proxy.messages`,
-`proxy.rules` or `proxy.policy`; a test checks it), so they can judge its output.
+They are written independently of the sanitizer (nothing here imports `proxy.core.chat.messages`,
+`proxy.core.chat.rules` or `proxy.core.policy`; a test checks it), so they can judge its output.
 
 - `validate(provider, body)` → `Rejection` (status, exact body bytes, provider-rules row id,
   message) or None. It never raises on a JSON value; the first violation in the provider's

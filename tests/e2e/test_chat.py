@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from proxy.app import create_app
+from proxy.core.chat.rules import RULES
 from proxy.emulator import validate
-from proxy.rules import RULES
 from tests.e2e.conftest import Proxy, Upstream, proxy_settings
 from tests.servers import running
 

@@ -9,7 +9,7 @@ import pytest
 
 EMULATOR = Path(__file__).parents[2] / "proxy" / "emulator"
 FILES = sorted(EMULATOR.glob("*.py"))
-SANITIZER = ("proxy.messages", "proxy.rules", "proxy.policy")
+SANITIZER = ("proxy.core.chat.messages", "proxy.core.chat.rules", "proxy.core.policy")
 
 
 def imported_modules(file: Path) -> set[str]:

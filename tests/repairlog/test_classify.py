@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from proxy.core.chat.rules import RULES
 from proxy.repairlog import classify_upstream_error
 from proxy.repairlog.classify import KINDS
-from proxy.rules import RULES
 
 # (provider-rules.md row, status, exact text, kind)
 CASES: list[tuple[str, int, str, str]] = [

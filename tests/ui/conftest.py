@@ -19,7 +19,7 @@ import pytest
 from fastapi import FastAPI
 
 from proxy.api import repairs, ui
-from proxy.policy import apply_policy, build_policy
+from proxy.core.policy import apply_policy, build_policy
 from proxy.repairlog import open_repair_log
 from proxy.repairlog.record import Record
 from proxy.settings import load_settings

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.messages import History, Message
-from proxy.rules import PIPELINE, RULES
-from proxy.rules.base import BadParam, Finding, Rule
+from proxy.core.chat.messages import History, Message
+from proxy.core.chat.rules import PIPELINE, RULES
+from proxy.core.rule import BadParam, Finding, Rule
 
 DIALECTS = ("openai", "deepseek", "gemini")
 MODES = ("repair", "observe", "strict", "off")

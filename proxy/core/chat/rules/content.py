@@ -13,9 +13,9 @@ from itertools import repeat
 from operator import contains
 from typing import Any
 
-from proxy.messages import History, Message, tool_calls_of
-from proxy.rules import views
-from proxy.rules.base import Hit, Params, rule
+from proxy.core.chat.messages import History, Message, tool_calls_of
+from proxy.core.chat.rules import views
+from proxy.core.rule import Hit, Params, rule
 
 IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
 MOVED_IMAGE = "[image moved to the next user message]"

@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from proxy.messages import History, Message, tool_calls_of
-from proxy.rules import views
-from proxy.rules.base import Hit, Params, rule
+from proxy.core.chat.messages import History, Message, tool_calls_of
+from proxy.core.chat.rules import views
+from proxy.core.rule import Hit, Params, rule
 
 _PLAIN = frozenset({"role", "content", "name"})
 _TOOL = frozenset({"role", "content", "tool_call_id", "name"})

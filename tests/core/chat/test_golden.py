@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from proxy.policy import apply_policy, build_policy
+from proxy.core.policy import apply_policy, build_policy
 
-CASES_DIR = Path(__file__).parent.parent / "cases"
+CASES_DIR = Path(__file__).parents[2] / "cases"
 
 
 def _load() -> list[Any]:
@@ -46,7 +46,7 @@ def test_golden(case: dict[str, Any]) -> None:
 
 
 def test_every_rule_has_golden_cases() -> None:
-    from proxy.rules import RULES
+    from proxy.core.chat.rules import RULES
 
     covered = set()
     for file in CASES_DIR.glob("*.json"):

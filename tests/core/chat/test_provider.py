@@ -1,4 +1,4 @@
-"""The rules of proxy/rules/ids.py, provider.py, content.py and fields.py beyond their golden cases.
+"""The rules of proxy/core/chat/rules/ids.py, provider.py, content.py and fields.py beyond their golden cases.
 
 Property tests over arbitrary message shapes (detectors are total, repairs are pure and
 idempotent, alone and in the combinations the presets switch on), plus what the golden case
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.messages import History
-from proxy.policy import DIALECTS, PROVIDER_PRESETS, apply_policy, build_policy
-from proxy.rules import content, fields, ids, provider
-from proxy.rules.base import Rule
+from proxy.core.chat.messages import History
+from proxy.core.chat.rules import content, fields, ids, provider
+from proxy.core.policy import DIALECTS, PROVIDER_PRESETS, apply_policy, build_policy
+from proxy.core.rule import Rule
 
 MINE: tuple[Rule, ...] = (*ids.RULES, *provider.RULES, *content.RULES, *fields.RULES)
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

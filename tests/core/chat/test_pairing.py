@@ -14,11 +14,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.messages import History
-from proxy.policy import apply_policy, build_policy
-from proxy.rules import pairing, sequence
-from proxy.rules.blocks import well_paired
-from tests.rules.test_seeds import assert_well_paired
+from proxy.core.chat.messages import History
+from proxy.core.chat.rules import pairing, sequence
+from proxy.core.chat.rules.blocks import well_paired
+from proxy.core.policy import apply_policy, build_policy
+from tests.core.chat.test_seeds import assert_well_paired
 
 OURS = (*pairing.RULES, *sequence.RULES)
 ids = st.sampled_from(["call_a", "call_b", "call_c"])

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from proxy.core.policy import apply_policy, build_policy
 from proxy.emulator import validate
-from proxy.policy import apply_policy, build_policy
 from tests.factories import body
 
 Message = dict[str, Any]

@@ -1,8 +1,8 @@
 """What a rule is: a pure detector plus named pure repairs, declared with :func:`rule`.
 
-A detector looks at a :class:`~proxy.messages.History` and returns :class:`Hit` s; a repair takes
+A detector looks at a :class:`~proxy.core.chat.messages.History` and returns :class:`Hit` s; a repair takes
 the history and those hits and returns a new history (never mutating the old one). The engine in
-:mod:`proxy.policy` turns hits into :class:`Finding` s and decides, per the policy, whether to
+:mod:`proxy.core.policy` turns hits into :class:`Finding` s and decides, per the policy, whether to
 repair, warn, reject or skip the rule altogether.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.messages import History
+from proxy.core.chat.messages import History
 
 Params = Mapping[str, Any]
 DetectFn = Callable[[History, Params], list["Hit"]]

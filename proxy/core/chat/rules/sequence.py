@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from itertools import repeat
 from operator import itemgetter, sub
 
-from proxy.messages import History, Message, at
-from proxy.rules import views
-from proxy.rules.base import Hit, Params, rule
-from proxy.rules.blocks import calls_of, is_empty, join_contents
+from proxy.core.chat.messages import History, Message, at
+from proxy.core.chat.rules import views
+from proxy.core.chat.rules.blocks import calls_of, is_empty, join_contents
+from proxy.core.rule import Hit, Params, rule
 
 Entries = list[tuple[Message, int | None]]
 

@@ -2,7 +2,7 @@
 
 It runs after the role rules and before pairing, so that pairing sees every call with a string
 id. The detector first proves a clean history clean in one pass over all its calls
-(:func:`proxy.rules.views.call_facts`), and only then runs the precise checks that name each
+(:func:`proxy.core.chat.rules.views.call_facts`), and only then runs the precise checks that name each
 violation. :func:`kind` and :func:`compact` serve the other shape rules too.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from proxy.messages import History, Message, call_id, stable_id
-from proxy.rules import views
-from proxy.rules.base import Hit, Params, rule
+from proxy.core.chat.messages import History, Message, call_id, stable_id
+from proxy.core.chat.rules import views
+from proxy.core.rule import Hit, Params, rule
 
 _KIND = {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.core.chat.rules import RULES
+from proxy.core.policy import PRESETS, apply_policy, build_policy
 from proxy.errors import ConfigError
-from proxy.policy import PRESETS, apply_policy, build_policy
-from proxy.rules import RULES
 from proxy.settings import load_settings
 
 ID_FORMAT = "tool_call_id_format"

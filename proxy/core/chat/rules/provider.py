@@ -14,8 +14,8 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
-from proxy.messages import History, Message, call_id, function_name, tool_calls_of
-from proxy.rules.base import Hit, Params, rule
+from proxy.core.chat.messages import History, Message, call_id, function_name, tool_calls_of
+from proxy.core.rule import Hit, Params, rule
 
 #: Google's documented dummy signature: "skip_thought_signature_validator" skips validation (G3).
 DUMMY_SIGNATURE = "skip_thought_signature_validator"

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from heapq import merge
 from typing import Any
 
-from proxy.messages import History, Message, call_id
-from proxy.rules.base import Hit
-from proxy.rules.blocks import as_text, block_end, calls_of, result_id
+from proxy.core.chat.messages import History, Message, call_id
+from proxy.core.chat.rules.blocks import as_text, block_end, calls_of, result_id
+from proxy.core.rule import Hit
 
 Entries = list[tuple[Message, int | None]]  # (message, its position, None if new)
 

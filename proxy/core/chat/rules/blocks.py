@@ -20,8 +20,8 @@ from itertools import chain, repeat
 from operator import add, itemgetter
 from typing import Any
 
-from proxy.messages import History, Message, call_id
-from proxy.rules import views
+from proxy.core.chat.messages import History, Message, call_id
+from proxy.core.chat.rules import views
 
 _TOOL_CALL_ID = itemgetter("tool_call_id")
 

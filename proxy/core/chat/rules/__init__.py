@@ -7,7 +7,7 @@ no repair creates a violation an earlier rule would have caught (sanitizing is i
 
 from __future__ import annotations
 
-from proxy.rules import (
+from proxy.core.chat.rules import (
     arguments,
     calls,
     content,
@@ -19,7 +19,7 @@ from proxy.rules import (
     sequence,
     shape,
 )
-from proxy.rules.base import Rule
+from proxy.core.rule import Rule
 
 PIPELINE: tuple[Rule, ...] = (
     *roles.RULES,

@@ -1,4 +1,4 @@
-"""Rules pairing tool calls with their results (see :mod:`proxy.rules.blocks` for the terms).
+"""Rules pairing tool calls with their results (see :mod:`proxy.core.chat.rules.blocks` for the terms).
 
 They run in this order, each on the output of the one before: unique call ids first, then
 results moved next to their calls, extra results dropped, results of no call salvaged, and
@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from proxy.messages import History, Message, call_id, function_name, stable_id
-from proxy.rules.base import Hit, Params, rule
-from proxy.rules.blocks import (
+from proxy.core.chat.messages import History, Message, call_id, function_name, stable_id
+from proxy.core.chat.rules.blocks import (
     analyse,
     block_end,
     calls_of,
@@ -20,7 +19,7 @@ from proxy.rules.blocks import (
     result_id,
     well_paired,
 )
-from proxy.rules.rebuild import (
+from proxy.core.chat.rules.rebuild import (
     MISSING_TEXT,
     SALVAGE_TEXT,
     Entries,
@@ -30,6 +29,7 @@ from proxy.rules.rebuild import (
     salvage_message,
     tool_runs,
 )
+from proxy.core.rule import Hit, Params, rule
 
 # --- duplicate_tool_call_id --------------------------------------------------------------------
 

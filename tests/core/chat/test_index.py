@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.messages import History, Message
-from proxy.policy import apply_policy, build_policy
-from proxy.rules import PIPELINE, arguments, views
-from proxy.rules.blocks import well_paired
+from proxy.core.chat.messages import History, Message
+from proxy.core.chat.rules import PIPELINE, arguments, views
+from proxy.core.chat.rules.blocks import well_paired
+from proxy.core.policy import apply_policy, build_policy
 from tests.factories import DIALECTS, for_dialect, histories
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.messages import KNOWN_ROLES, History, Message, stable_id, tool_calls_of
-from proxy.rules.base import Hit, Params, rule
+from proxy.core.chat.messages import KNOWN_ROLES, History, Message, stable_id, tool_calls_of
+from proxy.core.rule import Hit, Params, rule
 
 
 @rule(

@@ -2,7 +2,7 @@
 ``tool_calls`` arrays that carry no call.
 
 They run after tool_call_shape and before pairing. Each detector first proves a clean history
-clean over every call at once (:mod:`proxy.rules.views`), and only then scans message by message.
+clean over every call at once (:mod:`proxy.core.chat.rules.views`), and only then scans message by message.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from proxy.messages import History
-from proxy.rules import views
-from proxy.rules.base import Hit, Params, rule
-from proxy.rules.calls import compact, kind
+from proxy.core.chat.messages import History
+from proxy.core.chat.rules import views
+from proxy.core.chat.rules.calls import compact, kind
+from proxy.core.rule import Hit, Params, rule
 
 CallsCheck = Callable[[list[Any]], bool]
 

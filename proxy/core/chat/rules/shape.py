@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from proxy.messages import History, text_of
-from proxy.rules import views
-from proxy.rules.base import Hit, Params, rule
-from proxy.rules.calls import compact, kind
+from proxy.core.chat.messages import History, text_of
+from proxy.core.chat.rules import views
+from proxy.core.chat.rules.calls import compact, kind
+from proxy.core.rule import Hit, Params, rule
 
 
 def _parts_problem(content: list[Any], dialect: Any) -> str | None:

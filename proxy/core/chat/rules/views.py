@@ -1,10 +1,10 @@
 """Facts about a history that several fast paths need, computed once per history.
 
-Memoised on the history (:meth:`~proxy.messages.History.memo`), so that the detectors of a
+Memoised on the history (:meth:`~proxy.core.chat.messages.History.memo`), so that the detectors of a
 clean history share one walk over its calls (:func:`call_facts`: tool_call_shape, the arguments
 rules, the pairing verdict, tool_call_id_format, unknown_message_field) and one look at its odd
 contents (:func:`odd_roles`, :func:`odd_types`: the content rules). A view is None when the
-history is irregular (see :attr:`~proxy.messages.Index.regular`) or some call lacks what the
+history is irregular (see :attr:`~proxy.core.chat.messages.Index.regular`) or some call lacks what the
 view reads: the detectors then fall back to their exact per-message scans, which never raise.
 """
 
@@ -16,7 +16,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
-from proxy.messages import History, Message, at
+from proxy.core.chat.messages import History, Message, at
 
 _ROLE = itemgetter("role")
 _ID = itemgetter("id")

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from itertools import chain
 
-from proxy.messages import History, Message, call_id, tool_calls_of
-from proxy.rules import views
-from proxy.rules.base import BadParam, Hit, Params, rule
+from proxy.core.chat.messages import History, Message, call_id, tool_calls_of
+from proxy.core.chat.rules import views
+from proxy.core.rule import BadParam, Hit, Params, rule
 
 
 @rule(

@@ -1,4 +1,4 @@
-"""Unit tests of proxy/rules/calls.py, arguments.py and shape.py beyond the golden cases.
+"""Unit tests of proxy/core/chat/rules/calls.py, arguments.py and shape.py beyond the golden cases.
 
 Totality, copy-on-write, ids.
 """
@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.messages import History
-from proxy.policy import Policy, apply_policy, build_policy
-from proxy.rules import arguments as argument_rules
-from proxy.rules import calls as call_rules
-from proxy.rules import shape
+from proxy.core.chat.messages import History
+from proxy.core.chat.rules import arguments as argument_rules
+from proxy.core.chat.rules import calls as call_rules
+from proxy.core.chat.rules import shape
+from proxy.core.policy import Policy, apply_policy, build_policy
 
 NAMES = [
     "tool_call_shape",

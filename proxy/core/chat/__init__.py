@@ -1,0 +1,1 @@
+"""The chat-completions history (``messages``) and its rules."""
