@@ -1,4 +1,4 @@
-"""The core (``proxy/core``: rules, policies, histories) imports no I/O library: an AST scan says so."""
+"""The core (``proxy/core``) imports no I/O library: an AST scan says so."""
 
 from __future__ import annotations
 

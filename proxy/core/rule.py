@@ -1,9 +1,9 @@
 """What a rule is: a pure detector plus named pure repairs, declared with :func:`rule`.
 
-A detector looks at a :class:`~proxy.core.chat.messages.History` and returns :class:`Hit` s; a repair takes
-the history and those hits and returns a new history (never mutating the old one). The engine in
-:mod:`proxy.core.policy` turns hits into :class:`Finding` s and decides, per the policy, whether to
-repair, warn, reject or skip the rule altogether.
+A detector looks at a history (a wire API's item list: chat ``messages``, Responses ``input``)
+and returns :class:`Hit` s; a repair takes the history and those hits and returns a new history
+(never mutating the old one). The engine in :mod:`proxy.core.policy` turns hits into
+:class:`Finding` s and decides, per the policy, whether to repair, warn, reject or skip the rule.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The rules of proxy/core/chat/rules/ids.py, provider.py, content.py and fields.py beyond their golden cases.
+"""The rules of proxy/core/chat/rules: ids, provider, content and fields beyond their golden cases.
 
 Property tests over arbitrary message shapes (detectors are total, repairs are pure and
 idempotent, alone and in the combinations the presets switch on), plus what the golden case

@@ -2,7 +2,7 @@
 ``tool_calls`` arrays that carry no call.
 
 They run after tool_call_shape and before pairing. Each detector first proves a clean history
-clean over every call at once (:mod:`proxy.core.chat.rules.views`), and only then scans message by message.
+clean over every call at once (:mod:`.views`), and only then scans message by message.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 It runs after the role rules and before pairing, so that pairing sees every call with a string
 id. The detector first proves a clean history clean in one pass over all its calls
-(:func:`proxy.core.chat.rules.views.call_facts`), and only then runs the precise checks that name each
+(:func:`.views.call_facts`), and only then runs the precise checks that name each
 violation. :func:`kind` and :func:`compact` serve the other shape rules too.
 """
 

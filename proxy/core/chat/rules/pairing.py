@@ -1,4 +1,4 @@
-"""Rules pairing tool calls with their results (see :mod:`proxy.core.chat.rules.blocks` for the terms).
+"""Rules pairing tool calls with their results (see :mod:`.blocks` for the terms).
 
 They run in this order, each on the output of the one before: unique call ids first, then
 results moved next to their calls, extra results dropped, results of no call salvaged, and

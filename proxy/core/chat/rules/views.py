@@ -4,7 +4,7 @@ Memoised on the history (:meth:`~proxy.core.chat.messages.History.memo`), so tha
 clean history share one walk over its calls (:func:`call_facts`: tool_call_shape, the arguments
 rules, the pairing verdict, tool_call_id_format, unknown_message_field) and one look at its odd
 contents (:func:`odd_roles`, :func:`odd_types`: the content rules). A view is None when the
-history is irregular (see :attr:`~proxy.core.chat.messages.Index.regular`) or some call lacks what the
+history is irregular (see :attr:`Index.regular`) or some call lacks what the
 view reads: the detectors then fall back to their exact per-message scans, which never raise.
 """
 
