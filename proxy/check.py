@@ -14,8 +14,8 @@ from typing import Any, TextIO
 import orjson
 
 from proxy.core.chat.messages import MalformedHistory, messages_of
-from proxy.core.chat.rules import RULES
 from proxy.core.policy import PRESETS, Outcome, Policy, apply_policy, build_policy
+from proxy.core.registry import ALL_RULES as RULES
 from proxy.errors import ConfigError
 from proxy.settings import Settings, load_settings
 

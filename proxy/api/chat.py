@@ -33,8 +33,8 @@ from starlette.types import Receive, Scope, Send
 from proxy import metrics
 from proxy.api import limits
 from proxy.core.chat.messages import MalformedHistory, messages_of
-from proxy.core.chat.rules import RULES
 from proxy.core.policy import MODES, Outcome, Policy, apply_policy
+from proxy.core.registry import ALL_RULES as RULES
 from proxy.errors import BadRequestBody, HistoryRejected, ProxyError, Unauthorized
 from proxy.relay.asgi import (
     ClientGone,

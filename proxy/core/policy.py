@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.core.chat.messages import History, Message
-from proxy.core.chat.rules import PIPELINE, RULES
-from proxy.core.rule import BadParam, Finding, Rule
+from proxy.core.registry import ALL_RULES as RULES
+from proxy.core.registry import EXTRA_DEFAULTS, PIPELINES
+from proxy.core.rule import BadParam, Finding, Items, Rule
 
 DIALECTS = ("openai", "deepseek", "gemini")
 MODES = ("repair", "observe", "strict", "off")
@@ -57,6 +58,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
 for _name, *_columns in _TABLE:
     for _preset, _action in zip(DIALECTS, _columns, strict=True):
         PROVIDER_PRESETS[_preset][_name] = _action
+for _name, _action in EXTRA_DEFAULTS.items():  # rules of the other wire APIs
+    for _preset in DIALECTS:
+        PROVIDER_PRESETS[_preset].setdefault(_name, _action)
 
 #: Every preset name, with the dialect its rules are parameterised for.
 PRESETS = ("openai", "deepseek", "gemini", "strict", "observe", "passthrough")
@@ -75,10 +79,16 @@ class Policy:
     name: str
     dialect: str
     settings: Mapping[str, Setting]
-    active: tuple[tuple[Rule, Setting], ...] = field(init=False, repr=False, compare=False)
+    #: Per wire API, the rules that are not ``off``, in pipeline order, with their settings.
+    active: Mapping[str, tuple[tuple[Rule, Setting], ...]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
-        active = tuple((r, self.settings[r.name]) for r in PIPELINE if self._on(r.name))
+        active = {
+            api: tuple((r, self.settings[r.name]) for r in pipeline if self._on(r.name))
+            for api, pipeline in PIPELINES.items()
+        }
         object.__setattr__(self, "active", active)
 
     def _on(self, name: str) -> bool:
@@ -151,7 +161,7 @@ def build_policy(
             f"policies.{name}.rules.{unknown[0]}: unknown rule; allowed: {', '.join(RULES)}"
         )
     settings = {}
-    for r in PIPELINE:
+    for r in RULES.values():
         params = {**r.params, "dialect": dialect}
         action = _preset_action(preset, r)
         if r.name in overrides:
@@ -207,15 +217,20 @@ class Outcome:
 
 
 def apply_policy(messages: list[Message], policy: Policy) -> Outcome:
-    """Check and repair ``messages`` under ``policy``. Pure; never mutates its input.
+    """Check and repair chat ``messages`` under ``policy``. Pure; never mutates its input.
 
     A clean history comes back as the very same list object with ``changed = False``.
     """
-    history = History(messages)
+    return sanitize(History(messages), policy, "chat")
+
+
+def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
+    """Run ``policy``'s rules of wire API ``api`` over ``history`` (any :class:`Items`)."""
+    messages = history.messages
     findings: list[Finding] = []
     rejected = False
     tool_free = history.tool_free
-    for rule, setting in policy.active:
+    for rule, setting in policy.active[api]:
         if tool_free and rule.tools_only:
             continue
         hits = rule.detect(history, setting.params)

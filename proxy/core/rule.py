@@ -10,14 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from proxy.core.chat.messages import History
+from typing import Any, Protocol, TypeVar
 
 Params = Mapping[str, Any]
-DetectFn = Callable[[History, Params], list["Hit"]]
-RepairFn = Callable[[History, Sequence["Hit"], Params], History]
+#: Detectors and repairs take their own API's history type (chat's ``History``, Responses'
+#: ``Items``); the engine only needs what :class:`Items` says.
+DetectFn = Callable[[Any, Params], list["Hit"]]
+RepairFn = Callable[[Any, Sequence["Hit"], Params], Any]
+_Repair = TypeVar("_Repair", bound=RepairFn)
 ParamsCheck = Callable[[Params], None]
+
+
+class Items(Protocol):
+    """What the engine needs of a history, whichever wire API it comes from."""
+
+    @property
+    def messages(self) -> list[Any]:
+        """The items, as they would be forwarded (chat messages, Responses input items)."""
+
+    @property
+    def tool_free(self) -> bool:
+        """True when no item is about a tool call (``tools_only`` rules are skipped)."""
+
+    def path(self, i: int, where: str = "") -> str:
+        """The JSON path, into the original request, of item ``i`` (plus ``where``)."""
+
 
 #: Actions every rule accepts besides its own repairs.
 BASE_ACTIONS = ("off", "warn", "reject")
@@ -76,6 +93,8 @@ class Rule:
     check_params: ParamsCheck | None = None  # raises BadParam for values the rule cannot use
     #: Fires only on messages about tool calls: skipped on a history that has none.
     tools_only: bool = False
+    #: The wire API whose history it reads (``chat``, ``responses``).
+    api: str = "chat"
 
     @property
     def doc(self) -> str:
@@ -94,12 +113,12 @@ class Rule:
         """The first declared repair, or ``reject`` for a rule that has none."""
         return next(iter(self.repairs), "reject")
 
-    def repair(self, action: str) -> Callable[[RepairFn], RepairFn]:
+    def repair(self, action: str) -> Callable[[_Repair], _Repair]:
         """Register ``fn`` as the repair called ``action`` (the first registered is the default)."""
         if action in BASE_ACTIONS:
             raise ValueError(f"{action!r} is reserved")
 
-        def register(fn: RepairFn) -> RepairFn:
+        def register(fn: _Repair) -> _Repair:
             self.repairs[action] = fn
             return fn
 
@@ -113,13 +132,15 @@ def rule(
     params: Mapping[str, Any] | None = None,
     check_params: ParamsCheck | None = None,
     tools_only: bool = False,
+    api: str = "chat",
 ) -> Callable[[DetectFn], Rule]:
     """Declare a rule from its detector. ``hint`` says what the client should change.
 
     ``check_params`` validates the rule's parameters once, when a policy is built.
     ``tools_only``: the detector can only find something where :attr:`History.tool_free` is
     false (a role ``tool``/``function``, a ``tool_calls``, ``function_call`` or
-    ``tool_call_id`` key); the engine skips it elsewhere.
+    ``tool_call_id`` key); the engine skips it elsewhere. ``api`` names the wire API whose
+    history the detector reads (its pipeline in :mod:`proxy.core.registry`).
     """
 
     def declare(detect: DetectFn) -> Rule:
@@ -130,6 +151,7 @@ def rule(
             params=dict(params or {}),
             check_params=check_params,
             tools_only=tools_only,
+            api=api,
         )
 
     return declare

@@ -304,7 +304,7 @@ def test_tools_only_rules_find_nothing_where_no_message_is_about_a_tool(
     assert history.tool_free
     every_rule = {r.name: "warn" for r in PIPELINE if r.tools_only}
     policy = build_policy("passthrough", dialect=dialect, overrides=every_rule)
-    assert len(policy.active) == len(every_rule)
-    for rule, setting in policy.active:
+    assert len(policy.active["chat"]) == len(every_rule)
+    for rule, setting in policy.active["chat"]:
         if rule.tools_only:
             assert rule.detect(history, setting.params) == [], rule.name

@@ -1,0 +1,1 @@
+"""The Responses API history (``input`` items) and its rules."""

@@ -1,0 +1,13 @@
+"""The Responses rule registry. ``PIPELINE`` is the order the engine runs the rules in.
+
+``DEFAULTS`` gives each rule's action under the provider presets (``repair`` = its default
+repair); rules missing there are ``off`` in those presets.
+"""
+
+from __future__ import annotations
+
+from proxy.core.rule import Rule
+
+PIPELINE: tuple[Rule, ...] = ()
+RULES: dict[str, Rule] = {r.name: r for r in PIPELINE}
+DEFAULTS: dict[str, str] = {}
