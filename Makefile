@@ -12,8 +12,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# make run ARGS=--emulate: the offline quick start (strict emulators, no keys).
 run: $(STAMP)
-	$(BIN)/toolcall-guard serve
+	$(BIN)/toolcall-guard serve $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/pytest -q

@@ -3,7 +3,8 @@ sanitizer micro-benchmark; writes ``bench/results/latest.md`` and prints the tar
 
 Every server (fake upstream, floor, toolcall-guard) runs in its own process on loopback,
 started and stopped here. Sizes come from flags or ``BENCH_*`` environment variables; the
-defaults take about 7 minutes on a 2-core machine, ``--quick`` about one.
+defaults take about 7-8 minutes on a 2-core machine, ``--quick`` about two; ``--only TEXT`` narrows
+the load scenarios, ``--baseline DIR`` adds toolcall-guard from an older tree, interleaved.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import phases, report, sanitize
+from bench import phases, report, sanitize, tables
 from bench.load import Loader, ensure_wrk
 from bench.servers import ROOT, Server, guard_available
 
@@ -29,6 +30,7 @@ RESULTS = ROOT / "bench" / "results" / "latest.md"
 QUICK = phases.Config(
     rounds=1,
     seconds=1,
+    short_seconds=1,
     warmup=1,
     pacing_requests=5,
     streams=200,
@@ -50,7 +52,7 @@ def _flag(text: str) -> bool:
 
 def parse(argv: list[str]) -> tuple[phases.Config, argparse.Namespace]:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="a smoke run of about a minute")
+    parser.add_argument("--quick", action="store_true", help="a smoke run of about two minutes")
     parser.add_argument("--no-guard", action="store_true", help="direct and floor only")
     parser.add_argument(
         "--wait-guard",
@@ -61,10 +63,23 @@ def parse(argv: list[str]) -> tuple[phases.Config, argparse.Namespace]:
     )
     parser.add_argument("--skip-sanitizer", action="store_true")
     parser.add_argument(
+        "--only",
+        default="",
+        metavar="TEXT",
+        help="load scenarios whose name contains TEXT only (e.g. 'history · json')",
+    )
+    parser.add_argument(
         "--repair-log",
         default=os.environ.get("BENCH_REPAIR_LOG", "sqlite"),
         help="toolcall-guard's repair log: 'sqlite' (default, as the product ships: a file in the "
         "bench's temporary directory), memory:// or any URL it accepts (env BENCH_REPAIR_LOG)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also measure toolcall-guard from DIR (a copy of the tree with an older proxy/), "
+        "interleaved with the others: before/after figures from the same run",
     )
     parser.add_argument("--output", type=Path, default=RESULTS)
     base = QUICK if "--quick" in argv else phases.Config()
@@ -140,6 +155,9 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
             url = args.repair_log
             if url == "sqlite":
                 url = f"sqlite:///{workdir}/repairs.sqlite3"
+            if args.baseline is not None:
+                base = url.replace("repairs.sqlite3", "repairs-base.sqlite3")
+                targets["base"] = Server("guard", upstream.url, workdir, base, args.baseline)
             targets["guard"] = Server("guard", upstream.url, workdir, url)
             out["repair_log"] = url
         out["targets"] = list(targets)
@@ -147,7 +165,7 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
         out["check"] = phases.check(bench)
         log(f"servers up ({', '.join(targets)}), load generator {loader.name}; warming up")
         phases.warm(bench, config.warmup, phases.CLEAN)
-        out["rows"] = phases.scenarios(bench, config, phases.CLEAN, log)
+        out["rows"] = phases.scenarios(bench, config, _only(phases.CLEAN, args.only), log)
         log("paced streams")
         out["pacing"] = phases.pacing(bench, config)
         log(f"{config.streams} open streams")
@@ -155,7 +173,7 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
         proxies = {t: s for t, s in targets.items() if t != "direct"}
         out["peaks"] = {t: s.peak_rss() for t, s in proxies.items()}
         phases.warm(bench, config.warmup, phases.BROKEN)
-        out["rows"] += phases.scenarios(bench, config, phases.BROKEN, log)
+        out["rows"] += phases.scenarios(bench, config, _only(phases.BROKEN, args.only), log)
         out["after_broken"] = {t: (s.rss(), s.peak_rss()) for t, s in proxies.items()}
         for t in [t for t in ("guard", "floor") if t in targets]:
             if t != "floor" or config.leak_floor:
@@ -165,6 +183,10 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
         for target, server in reversed(targets.items()):
             server.stop()
             out["logs"][target] = server.log_tail()
+
+
+def _only(which: list[phases.Scenario], text: str) -> list[phases.Scenario]:
+    return [s for s in which if text in s.name]
 
 
 def render(
@@ -195,11 +217,32 @@ def render(
         "",
         summary or "(toolcall-guard not measured)",
         "",
+        "## Per scenario",
+        "",
+        "Requests per second at each concurrency, floor / toolcall-guard (guard ÷ floor):",
+        "",
+        tables.rate_table(fig),
+        "",
+        "CPU µs per request of the server process the client talks to (its threads' run time from "
+        "`/proc/<pid>/task/*/schedstat` over the run ÷ its requests):",
+        "",
+        tables.cpu_table(fig),
+        "",
+        *(
+            [
+                "toolcall-guard before (`--baseline`) and after, interleaved in this run:",
+                "",
+                tables.before_after_table(fig),
+                "",
+            ]
+            if "base" in out["targets"]
+            else []
+        ),
         "## Latency, concurrency 1 (ms)",
         "",
         report.latency_table(fig),
         "",
-        "## Throughput, concurrency 32",
+        "## Throughput, concurrency 10 and 32",
         "",
         report.throughput_table(fig),
         "",
@@ -210,7 +253,7 @@ def render(
         "",
         "## Memory",
         "",
-        report.memory_tables(out, config.streams, fig),
+        tables.memory_tables(out, config.streams, fig),
         "",
         "Leak check mix: small json, small stream, 200-message json at concurrency 32 in a fresh "
         "process (the broken history is left out: its repair records are kept by design).",
@@ -250,7 +293,9 @@ def main(argv: list[str]) -> None:
     sanitizer = "(skipped)"
     if not args.skip_sanitizer:
         log("sanitizer micro-benchmark")
-        sanitizer = sanitize.table(sanitize.run())
+        fig = report.Figures(out["rows"])
+        cpu = fig.get("history · json · c10", "guard", "cpu_us")
+        sanitizer = sanitize.table(sanitize.run()) + "\n\n" + sanitize.hot_path_table(cpu)
     text, summary = render(meta, config, out, sanitizer)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)

@@ -1,5 +1,6 @@
-"""The request bodies the proxy benchmark sends: small, a valid 200-message tool history, and a
-broken copy of it that makes toolcall-guard repair on the hot path."""
+"""The request bodies the proxy benchmark sends: small, a valid 200-message tool history, a
+broken copy of it that makes toolcall-guard repair on the hot path, and the same history as a
+Responses API body (``input`` items), clean and broken."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from proxy.core.policy import apply_policy, build_policy
 
 Message = dict[str, Any]
 MODEL = "gpt-4o-mini"
+CHAT = "/v1/chat/completions"
+RESPONSES = "/v1/responses"
 
 
 def small() -> list[Message]:
@@ -24,8 +27,9 @@ def small() -> list[Message]:
 
 
 def history() -> list[Message]:
-    """200 valid messages: 33 rounds of user, 3 parallel calls, their results and an answer."""
-    messages = clean_history("openai")[:199]  # 1 system + 33 rounds of 6 messages
+    """200 valid messages: 33 rounds of user, 3 parallel calls, their results and an answer;
+    short contents (~31 KB in all, the size issue 17 measured)."""
+    messages = clean_history("openai", 20)[:199]  # 1 system + 33 rounds of 6 messages
     messages.append({"role": "user", "content": "And now summarise what you found."})
     return messages
 
@@ -48,17 +52,79 @@ def broken() -> list[Message]:
     return messages
 
 
-KINDS = {"small": small, "history": history, "broken": broken}
-EXPECTED = {"small": "clean", "history": "clean", "broken": "repaired"}
+def items(messages: list[Message]) -> list[Message]:
+    """Chat messages as Responses ``input`` items: messages, ``function_call`` and
+    ``function_call_output`` items (responses-api.md A5)."""
+    out: list[Message] = []
+    for m in messages:
+        if m["role"] == "tool":
+            out.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": m["tool_call_id"],
+                    "output": m["content"],
+                }
+            )
+            continue
+        if m["role"] == "assistant":
+            if m.get("content"):
+                text = [{"type": "output_text", "text": m["content"], "annotations": []}]
+                out.append({"type": "message", "role": "assistant", "content": text})
+            for call in m.get("tool_calls", ()):
+                fn = call["function"]
+                out.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call["id"],
+                        "name": fn["name"],
+                        "arguments": fn["arguments"],
+                    }
+                )
+            continue
+        out.append({"type": "message", "role": m["role"], "content": m["content"]})
+    return out
+
+
+def responses_broken() -> list[Message]:
+    """The Responses history with the two pairing breaks seen most (responses-api.md R1, R2):
+    calls left without output and outputs whose call is gone."""
+    out = items(history())
+    calls = [i for i, item in enumerate(out) if item.get("type") == "function_call"]
+    outputs = [i for i, item in enumerate(out) if item.get("type") == "function_call_output"]
+    for i in sorted(set(calls[7::30]) | set(outputs[3::30]), reverse=True):
+        del out[i]
+    return out
+
+
+#: kind -> (path, messages or items, the outcome toolcall-guard should report)
+KINDS: dict[str, tuple[str, Any, str]] = {
+    "small": (CHAT, small, "clean"),
+    "history": (CHAT, history, "clean"),
+    "broken": (CHAT, broken, "repaired"),
+    "responses": (RESPONSES, lambda: items(history()), "clean"),
+    "responses-broken": (RESPONSES, responses_broken, "repaired"),
+}
+
+
+def path(kind: str) -> str:
+    return KINDS[kind][0]
+
+
+def expected(kind: str) -> str:
+    return KINDS[kind][2]
 
 
 def body(kind: str, *, stream: bool) -> bytes:
-    """The JSON body for ``kind``; checks the sanitizer sees it as the bench intends."""
-    messages = KINDS[kind]()
-    status = apply_policy(messages, build_policy("openai")).status
-    if status != EXPECTED[kind]:
-        raise AssertionError(f"the {kind} body is {status}, expected {EXPECTED[kind]}")
-    data: dict[str, Any] = {"model": MODEL, "messages": messages}
+    """The JSON body for ``kind``; checks the chat sanitizer sees it as the bench intends."""
+    where, make, outcome = KINDS[kind]
+    history_ = make()
+    if where == RESPONSES:
+        data: dict[str, Any] = {"model": MODEL, "input": history_, "store": False}
+    else:
+        status = apply_policy(history_, build_policy("openai")).status
+        if status != outcome:
+            raise AssertionError(f"the {kind} body is {status}, expected {outcome}")
+        data = {"model": MODEL, "messages": history_}
     if stream:
         data["stream"] = True
     return orjson.dumps(data)

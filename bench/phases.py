@@ -19,7 +19,6 @@ from bench import bodies, streams
 from bench.load import Loader
 from bench.servers import Server
 
-CHAT = "/v1/chat/completions"
 STREAM_CHUNKS = 20  # unpaced streams under wrk load
 
 
@@ -28,7 +27,8 @@ class Config:
     """Sizes of a run; ``--quick`` shrinks all of them."""
 
     rounds: int = 3
-    seconds: int = 2
+    seconds: int = 2  # each run at concurrency 10 (the throughput target's)
+    short_seconds: int = 1  # each run at concurrency 1 and 32
     warmup: int = 3
     pacing_requests: int = 10
     pacing_chunks: int = 10
@@ -48,20 +48,23 @@ class Scenario:
     concurrency: int
 
     @property
+    def body(self) -> str:
+        """The scenario without its concurrency: ``history · stream``."""
+        return f"{self.kind} · {'stream' if self.stream else 'json'}"
+
+    @property
     def name(self) -> str:
-        return f"{self.kind} · {'stream' if self.stream else 'json'} · c{self.concurrency}"
+        return f"{self.body} · c{self.concurrency}"
 
 
-CLEAN = [
-    Scenario(kind, stream, conc)
-    for kind in ("small", "history")
-    for stream in (False, True)
-    for conc in (1, 32)
-]
+CONCURRENCIES = (1, 10, 32)
+#: The four scenarios of the issue's targets (issue 17), in the order the report shows them.
+CHAT_BODIES = [("small", False), ("small", True), ("history", False), ("history", True)]
+CLEAN = [Scenario(k, s, c) for k, s in [*CHAT_BODIES, ("responses", False)] for c in CONCURRENCIES]
 #: Run after everything else on the shared processes: every repaired request leaves a record
 #: (both bodies), queued in toolcall-guard until written (kept in RAM with ``--repair-log
 #: memory://``), which would otherwise weigh on its RSS figures.
-BROKEN = [Scenario("broken", False, 1), Scenario("broken", False, 32)]
+BROKEN = [Scenario(k, False, c) for k in ("broken", "responses-broken") for c in CONCURRENCIES]
 SCENARIOS = CLEAN + BROKEN
 
 
@@ -75,21 +78,22 @@ class Bench:
         self.upstream = upstream
         self.targets = targets  # name -> the server the client talks to ("direct": upstream)
         self.files: dict[tuple[str, bool], Path] = {}
-        for kind in bodies.KINDS:
-            for stream in (False, True):
-                path = workdir / f"{kind}{'-stream' if stream else ''}.json"
-                path.write_bytes(bodies.body(kind, stream=stream))
-                self.files[kind, stream] = path
+        for scenario in SCENARIOS:
+            kind, stream = scenario.kind, scenario.stream
+            path = workdir / f"{kind}{'-stream' if stream else ''}.json"
+            path.write_bytes(bodies.body(kind, stream=stream))
+            self.files[kind, stream] = path
 
-    def url(self, target: str) -> str:
-        return self.targets[target].url + CHAT
+    def url(self, target: str, kind: str = "small") -> str:
+        return self.targets[target].url + bodies.path(kind)
 
     def load(self, server: Server, scenario: Scenario, seconds: float) -> dict[str, Any]:
         """One wrk run, with the CPU the server's process spent per request."""
         headers = {"x-bench-chunks": str(STREAM_CHUNKS)} if scenario.stream else {}
         cpu = server.cpu_seconds(), self.upstream.cpu_seconds()
         path = self.files[scenario.kind, scenario.stream]
-        run = self.loader.run(server.url + CHAT, path, scenario.concurrency, seconds, headers)
+        url = server.url + bodies.path(scenario.kind)
+        run = self.loader.run(url, path, scenario.concurrency, seconds, headers)
         n = max(run.requests, 1)
         return {
             **asdict(run),
@@ -101,12 +105,13 @@ class Bench:
 
 
 def check(bench: Bench) -> dict[str, str]:
-    """One request per target and body: 200, and toolcall-guard's outcome header as intended."""
+    """One request per target and body: 200, and toolcall-guard's outcome header as intended
+    (a Responses body may still be relayed untouched: no outcome header, reported as ``-``)."""
     seen = {}
     for target, server in bench.targets.items():
         for (kind, stream), path in bench.files.items():
             conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-            conn.request("POST", CHAT, path.read_bytes(), streams.HEADERS)
+            conn.request("POST", bodies.path(kind), path.read_bytes(), streams.HEADERS)
             response = conn.getresponse()
             response.read()
             conn.close()
@@ -114,7 +119,9 @@ def check(bench: Bench) -> dict[str, str]:
             seen[f"{target} {kind} stream={stream}"] = f"{response.status} {outcome}"
             if response.status != 200:
                 raise RuntimeError(f"{target} answered {response.status} to the {kind} body")
-            if target == "guard" and outcome != bodies.EXPECTED[kind]:
+            relayed = outcome == "-" and bodies.path(kind) == bodies.RESPONSES
+            guard = target in ("guard", "base")
+            if guard and outcome != bodies.expected(kind) and not relayed:
                 raise RuntimeError(f"toolcall-guard says {outcome} for the {kind} body")
     return seen
 
@@ -122,9 +129,14 @@ def check(bench: Bench) -> dict[str, str]:
 def warm(bench: Bench, seconds: int, which: list[Scenario]) -> None:
     """Fill connection pools and let the interpreter specialise before anything is measured:
     each target gets every body of ``which`` in turn."""
-    mix = list(dict.fromkeys(bench.files[s.kind, s.stream] for s in which))
-    for server in bench.targets.values():
-        bench.loader.run(server.url + CHAT, mix, 8, seconds, {})
+    for path in dict.fromkeys(bodies.path(s.kind) for s in which):
+        mix = list(
+            dict.fromkeys(
+                bench.files[s.kind, s.stream] for s in which if bodies.path(s.kind) == path
+            )
+        )
+        for server in bench.targets.values():
+            bench.loader.run(server.url + path, mix, 8, seconds, {})
 
 
 def scenarios(
@@ -134,8 +146,9 @@ def scenarios(
     rows = []
     for round_ in range(config.rounds):
         for scenario in which:
+            seconds = config.seconds if scenario.concurrency == 10 else config.short_seconds
             for target, server in bench.targets.items():
-                row = bench.load(server, scenario, config.seconds)
+                row = bench.load(server, scenario, seconds)
                 rows.append({"round": round_, "scenario": scenario.name, "target": target, **row})
             log(f"round {round_ + 1}/{config.rounds}: {scenario.name}")
     return rows
@@ -150,7 +163,7 @@ def pacing(bench: Bench, config: Config) -> list[dict[str, Any]]:
             for target in bench.targets:
                 seen = uvloop.run(
                     streams.paced(
-                        bench.url(target),
+                        bench.url(target, kind),
                         body,
                         requests=config.pacing_requests,
                         chunks=config.pacing_chunks,
@@ -204,7 +217,7 @@ def leak(bench: Bench, target: str, config: Config, log: Callable[[str], None]) 
             seconds = 1 if checkpoint is None else 5
             if rate:  # do not overshoot the total by much
                 seconds = min(seconds, max(1, round((config.leak_requests - done) / rate)))
-            run = bench.loader.run(server.url + CHAT, mix, 32, seconds, {})
+            run = bench.loader.run(server.url + bodies.CHAT, mix, 32, seconds, {})
             done, rate = done + run.requests, run.rps
             series.append((done, server.rss()))
             if checkpoint is None and done >= config.leak_checkpoint:

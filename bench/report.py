@@ -3,14 +3,25 @@ the targets with pass/fail, and the markdown of ``bench/results/latest.md``."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from bench.phases import BROKEN, SCENARIOS
+from bench.phases import CHAT_BODIES, SCENARIOS, Scenario
+
+#: Issue 17's "Done when": mean added p50 (c1) ≤ 1.3x the floor's, geometric-mean req/s at c10
+#: ≥ 0.75x the floor's, over the four chat scenarios.
+LATENCY_GOAL = 1.3
+THROUGHPUT_GOAL = 0.75
 
 PROXIES = ("floor", "guard")
-NAMES = {"direct": "direct", "floor": "floor", "guard": "toolcall-guard"}
+NAMES = {
+    "direct": "direct",
+    "floor": "floor",
+    "base": "toolcall-guard before",
+    "guard": "toolcall-guard",
+}
 
 
 def _median(values: Iterable[float]) -> float:
@@ -33,6 +44,9 @@ class Figures:
         for row in rows:
             self.cells.setdefault((row["scenario"], row["target"]), []).append(row)
         self.targets = list(dict.fromkeys(row["target"] for row in rows))
+
+    def measured(self, scenario: str) -> bool:
+        return any(name == scenario for name, _ in self.cells)
 
     def get(self, scenario: str, target: str, key: str) -> float:
         return _median(r[key] for r in self.cells.get((scenario, target), []))
@@ -75,41 +89,77 @@ def _ms(value: float, signed: bool = False) -> str:
     return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 
-def _mib(value: float) -> str:
+def mib(value: float) -> str:
     return f"{value / 2**20:.1f}"
+
+
+def _goal_rows(fig: Figures) -> list[tuple[str, ...]]:
+    """Added p50 at c1 and req/s at c10 per chat scenario, then the two aggregates."""
+    out: list[tuple[str, ...]] = []
+    for kind, stream in CHAT_BODIES:
+        name = Scenario(kind, stream, 1).name
+        g, f = fig.added(name, "guard", "p50_ms"), fig.added(name, "floor", "p50_ms")
+        goal = f"≤ {LATENCY_GOAL} x floor = {LATENCY_GOAL * f:.2f}"
+        out.append(
+            (
+                f"added p50 ms, {name}",
+                _ms(g, True),
+                _ms(f, True),
+                goal,
+                _verdict(g <= LATENCY_GOAL * f),
+            )
+        )
+    for kind, stream in CHAT_BODIES:
+        name = Scenario(kind, stream, 10).name
+        g, f = fig.get(name, "guard", "rps"), fig.get(name, "floor", "rps")
+        goal = f"≥ {THROUGHPUT_GOAL} x floor = {THROUGHPUT_GOAL * f:.0f}"
+        out.append(
+            (f"req/s, {name}", f"{g:.0f}", f"{f:.0f}", goal, _verdict(g >= THROUGHPUT_GOAL * f))
+        )
+    lat, rps = aggregates(fig)
+    out.append(
+        (
+            "mean added p50 (4 chat scenarios, c1), ms",
+            f"{lat[0]:+.2f} ({lat[0] / lat[1]:.2f} x)",
+            f"{lat[1]:+.2f}",
+            f"≤ {LATENCY_GOAL} x floor",
+            _verdict(lat[0] <= LATENCY_GOAL * lat[1]),
+        )
+    )
+    out.append(
+        (
+            "geometric-mean req/s (4 chat scenarios, c10)",
+            f"{rps[0]:.0f} ({rps[0] / rps[1]:.2f} x)",
+            f"{rps[1]:.0f}",
+            f"≥ {THROUGHPUT_GOAL} x floor",
+            _verdict(rps[0] >= THROUGHPUT_GOAL * rps[1]),
+        )
+    )
+    return out
+
+
+def aggregates(fig: Figures) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((guard, floor) mean added p50 at c1, (guard, floor) geometric-mean req/s at c10) over
+    the four chat scenarios."""
+    c1 = [Scenario(k, s, 1).name for k, s in CHAT_BODIES]
+    c10 = [Scenario(k, s, 10).name for k, s in CHAT_BODIES]
+    lat = tuple(statistics.fmean(fig.added(n, t, "p50_ms") for n in c1) for t in PROXIES)
+    rps = tuple(_geomean(fig.get(n, t, "rps") for n in c10) for t in PROXIES)
+    return (lat[1], lat[0]), (rps[1], rps[0])
+
+
+def _geomean(values: Iterable[float]) -> float:
+    values = list(values)
+    if not values or any(not v > 0 for v in values):
+        return float("nan")
+    return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
 def check_rows(fig: Figures, pacing: Pacing, leaks: dict[str, Any]) -> list[tuple[str, ...]]:
     """The targets of the issue: (what, toolcall-guard, floor, goal, PASS/FAIL)."""
-    out: list[tuple[str, ...]] = []
     if "guard" not in fig.targets:
-        return out
-    for s in SCENARIOS:
-        if s.kind == "broken":
-            continue
-        if s.concurrency == 1:
-            g, f = fig.added(s.name, "guard", "p50_ms"), fig.added(s.name, "floor", "p50_ms")
-            ok = g <= 1.3 * f
-            out.append(
-                (
-                    f"added p50 ms, {s.name}",
-                    _ms(g, True),
-                    _ms(f, True),
-                    f"≤ 1.3 x floor = {1.3 * f:.2f}",
-                    _verdict(ok),
-                )
-            )
-        else:
-            g, f = fig.get(s.name, "guard", "rps"), fig.get(s.name, "floor", "rps")
-            out.append(
-                (
-                    f"req/s, {s.name}",
-                    f"{g:.0f}",
-                    f"{f:.0f}",
-                    f"≥ 0.75 x floor = {0.75 * f:.0f}",
-                    _verdict(g >= 0.75 * f),
-                )
-            )
+        return []
+    out = _goal_rows(fig)
     for kind in ("small", "history"):
         direct = pacing.ttfc(kind, "direct")
         g, f = pacing.ttfc(kind, "guard") - direct, pacing.ttfc(kind, "floor") - direct
@@ -146,7 +196,7 @@ def _leak_row(leaks: dict[str, Any]) -> tuple[str, ...]:
     def change(target: str) -> tuple[str, float]:
         (_, rss1), (_, rss2) = leaks[target]["checkpoint"], leaks[target]["final"]
         delta = (rss2 - rss1) / rss1 * 100
-        return f"{_mib(rss1)} → {_mib(rss2)} MiB ({delta:+.1f} %)", delta
+        return f"{mib(rss1)} → {mib(rss2)} MiB ({delta:+.1f} %)", delta
 
     guard, delta = change("guard")
     floor = change("floor")[0] if "floor" in leaks else "-"
@@ -164,7 +214,7 @@ def _verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
-def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
+def table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -173,7 +223,7 @@ def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
 def summary(fig: Figures, pacing: Pacing, leaks: dict[str, Any]) -> str:
     """The targets table (what the README shows)."""
     header = ("target", "toolcall-guard", "floor", "goal", "result")
-    return _table(header, check_rows(fig, pacing, leaks))
+    return table(header, check_rows(fig, pacing, leaks))
 
 
 def latency_table(fig: Figures) -> str:
@@ -183,7 +233,7 @@ def latency_table(fig: Figures) -> str:
     header += ["guard ÷ floor (added p50)"] if "guard" in fig.targets else []
     header += [f"{NAMES[t]} CPU µs/req" for t in fig.targets]
     rows = []
-    for s in (s for s in SCENARIOS if s.concurrency == 1):
+    for s in (s for s in SCENARIOS if s.concurrency == 1 and fig.measured(s.name)):
         n = s.name
         row = [n] + [
             f"{_ms(fig.get(n, t, 'p50_ms'))} / {_ms(fig.get(n, t, 'p99_ms'))}" for t in fig.targets
@@ -197,17 +247,17 @@ def latency_table(fig: Figures) -> str:
             row.append(f"{fig.added(n, 'guard', 'p50_ms') / fig.added(n, 'floor', 'p50_ms'):.2f}")
         row += [f"{fig.get(n, t, 'cpu_us'):.0f}" for t in fig.targets]
         rows.append(tuple(row))
-    return _table(tuple(header), rows)
+    return table(tuple(header), rows)
 
 
 def throughput_table(fig: Figures) -> str:
-    """Concurrency 32: requests/s, p50/p99, ratio to the floor, CPU per request, errors."""
+    """Concurrency 10 and 32: requests/s, p50/p99, ratio to the floor, CPU per request, errors."""
     header = ["scenario"] + [f"{NAMES[t]} req/s" for t in fig.targets]
     header += ["guard ÷ floor"] if "guard" in fig.targets else []
     header += [f"{NAMES[t]} p50 / p99" for t in fig.targets]
     header += [f"{NAMES[t]} CPU µs/req" for t in fig.targets] + ["errors / non-2xx"]
     rows = []
-    for s in (s for s in SCENARIOS if s.concurrency != 1):
+    for s in (s for s in SCENARIOS if s.concurrency != 1 and fig.measured(s.name)):
         n = s.name
         row = [n] + [f"{fig.get(n, t, 'rps'):.0f}" for t in fig.targets]
         if "guard" in fig.targets:
@@ -219,7 +269,7 @@ def throughput_table(fig: Figures) -> str:
         errors = sum(fig.total(n, t, "errors") for t in fig.targets)
         non2xx = sum(fig.total(n, t, "non2xx") for t in fig.targets)
         rows.append((*row, f"{errors} / {non2xx}"))
-    return _table(tuple(header), rows)
+    return table(tuple(header), rows)
 
 
 def pacing_table(pacing: Pacing, targets: list[str], chunks: int) -> str:
@@ -251,69 +301,4 @@ def pacing_table(pacing: Pacing, targets: list[str], chunks: int) -> str:
                     pacing.complete(kind, t, chunks),
                 )
             )
-    return _table(header, rows)
-
-
-def memory_tables(out: dict[str, Any], streams: int, fig: Figures) -> str:
-    """RSS of each proxy: with many open streams, over the bench run, along the leak check."""
-    held = {r["target"]: r for r in out["held"]}
-    open_rows = []
-    for t, h in held.items():
-        per = (h["rss_peak_during"] - h["rss_before"]) / max(h["opened"], 1) / 1024
-        open_rows.append(
-            (
-                NAMES[t],
-                f"{_mib(h['rss_before'])} → {_mib(h['rss_open'])} → {_mib(h['rss_after'])}",
-                _mib(h["rss_peak_during"]),
-                f"{per:.1f}",
-                f"{h['opened']} / {h['completed']}",
-                f"{h['open_seconds']:.1f}",
-            )
-        )
-    header = (
-        "proxy",
-        "RSS MiB idle → all open → all closed",
-        "peak MiB",
-        "KiB per stream",
-        "opened / completed",
-        "all open after s",
-    )
-    run_rows = []
-    for t, peak in out["peaks"].items():
-        rss, peak_after = out["after_broken"].get(t, (0, 0))
-        records = sum(fig.total(s.name, t, "requests") for s in BROKEN) if t == "guard" else 0
-        leak = out["leaks"].get(t)
-        series = ", ".join(f"{_mib(r)} @ {n:,}" for n, r in _thin(leak["series"])) if leak else "-"
-        run_rows.append(
-            (
-                NAMES[t],
-                _mib(peak),
-                f"{_mib(rss)} (peak {_mib(peak_after)})",
-                f"{records:,}" if t == "guard" else "-",
-                series,
-                _mib(leak["peak"]) if leak else "-",
-            )
-        )
-    header2 = (
-        "proxy",
-        "peak RSS MiB, clean scenarios + open streams",
-        "RSS MiB after the broken scenarios",
-        "repair records written (repaired requests)",
-        "leak check (fresh process): RSS MiB @ requests",
-        "leak check peak MiB",
-    )
-    return "\n\n".join(
-        [
-            f"{streams:,} streams open at once (small body, paced upstream):",
-            _table(header, open_rows),
-            "RSS over the run:",
-            _table(header2, run_rows),
-        ]
-    )
-
-
-def _thin(series: list[tuple[int, int]], keep: int = 8) -> list[tuple[int, int]]:
-    if len(series) <= keep:
-        return series
-    step = (len(series) - 1) / (keep - 1)
-    return [series[round(i * step)] for i in range(keep)]
+    return table(header, rows)

@@ -1,8 +1,10 @@
 """The bench's servers, each in its own process: the fake upstream, the floor and toolcall-guard.
 
-``python -m bench.servers KIND PORT [UPSTREAM [REPAIR_LOG_URL]]`` serves one of them on 127.0.0.1
-with uvicorn (uvloop, httptools, no access log); :class:`Server` starts such a process, waits
-until it accepts connections, reads its memory and CPU from ``/proc`` and stops it.
+``python -m bench.servers KIND PORT [UPSTREAM [REPAIR_LOG_URL [REQUEST_LOG]]]`` serves one of
+them on 127.0.0.1 with uvicorn (uvloop, httptools, no access log); toolcall-guard runs with the
+options ``toolcall-guard serve`` gives uvicorn and writes its one JSON line per request, as it
+ships, to the file REQUEST_LOG (``/dev/null`` by default). :class:`Server` starts such a process,
+waits until it accepts connections, reads its memory and CPU from ``/proc`` and stops it.
 """
 
 from __future__ import annotations
@@ -45,16 +47,23 @@ class Server:
         upstream: str = "",
         logdir: Path | None = None,
         repair_log: str = "memory://",
+        root: Path = ROOT,
     ) -> None:
         self.kind = kind
+        self.root = root
         self.repair_log = repair_log
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = (logdir or Path("/tmp")) / f"bench-{kind}-{self.port}.log"
+        self.requests_log = self.log.with_suffix(".requests.jsonl")
         command = [sys.executable, "-m", "bench.servers", kind, str(self.port), upstream]
-        command.append(repair_log)
+        command += [repair_log, str(self.requests_log)]
+        # Run from ``root``: its proxy/ package comes first, the bench's own modules from ROOT.
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
         with self.log.open("wb") as out:
-            self.process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
         self._wait_ready()
 
     def log_tail(self, lines: int = 20) -> str:
@@ -91,9 +100,20 @@ class Server:
         return self._status("VmHWM")
 
     def cpu_seconds(self) -> float:
-        """User plus system CPU time the process used so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
+        """User plus system CPU time the process used so far, in nanoseconds' precision: the
+        sum over its threads of ``/proc/<pid>/task/<tid>/schedstat`` (``/proc/<pid>/stat``
+        counts 10 ms ticks, too coarse for short runs on a busy machine), ``stat`` if absent."""
+        try:
+            return (
+                sum(
+                    int((task / "schedstat").read_text().split()[0])
+                    for task in Path(f"/proc/{self.process.pid}/task").iterdir()
+                )
+                / 1e9
+            )
+        except (OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _TICKS
 
     def stop(self) -> None:
         """SIGTERM (uvicorn shuts down gracefully), SIGKILL if it hangs."""
@@ -106,24 +126,51 @@ class Server:
                 self.process.wait()
 
 
-def _app(kind: str, upstream: str, repair_log: str) -> Any:
+def _app(kind: str, upstream: str) -> Any:
     if kind == "upstream":
         from bench.upstream import app
 
         return app
-    if kind == "floor":
-        from bench.floor import Floor
+    from bench.floor import Floor
 
-        return Floor(upstream)
+    return Floor(upstream)
+
+
+def _serve_guard(port: int, upstream: str, repair_log: str, requests_log: str) -> None:
+    """toolcall-guard as ``toolcall-guard serve`` runs it (same uvicorn options, JSON log lines)."""
+    import uvicorn
+
+    from proxy import server
     from proxy.app import create_app
+    from proxy.logs import configure_logging
     from proxy.settings import load_settings
 
     settings = load_settings(
+        server={"host": "127.0.0.1", "port": port, "log_format": "json"},
         upstreams={"openai": {"base_url": upstream + "/v1", "models": ["*"], "policy": "openai"}},
         routing={"default": "openai"},
         repair_log={"url": repair_log},
     )
-    return create_app(settings)
+    with open(requests_log, "a", buffering=1 << 16) as lines:
+        configure_logging(settings.server, stream=lines)
+        options = {**_options(server, settings), "backlog": 4096, "timeout_keep_alive": 60}
+        uvicorn.run(create_app(settings), **options)
+
+
+def _options(server: Any, settings: Any) -> dict[str, Any]:
+    """``serve``'s uvicorn options; for a baseline older than ``uvicorn_options``, what
+    ``serve`` passed then (uvicorn's proxy headers on, its default)."""
+    if hasattr(server, "uvicorn_options"):
+        return server.uvicorn_options(settings)  # type: ignore[no-any-return]
+    return {
+        "host": settings.server.host,
+        "port": settings.server.port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "lifespan": "on",
+        "log_config": None,
+        "access_log": False,
+    }
 
 
 def main(argv: list[str]) -> None:
@@ -133,11 +180,15 @@ def main(argv: list[str]) -> None:
     kind, port = argv[0], int(argv[1])
     upstream = argv[2] if len(argv) > 2 else ""
     repair_log = argv[3] if len(argv) > 3 else "memory://"
+    requests_log = argv[4] if len(argv) > 4 else os.devnull
     # 1,000 open streams take ~2,000 descriptors in a proxy (client side and upstream side).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if kind == "guard":
+        _serve_guard(port, upstream, repair_log, requests_log)
+        return
     uvicorn.run(
-        _app(kind, upstream, repair_log),
+        _app(kind, upstream),
         host="127.0.0.1",
         port=port,
         loop="uvloop",

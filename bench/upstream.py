@@ -1,4 +1,5 @@
-"""A fast fake upstream: a fixed chat completion, as JSON or as an SSE stream, never validating.
+"""A fast fake upstream: a fixed chat completion (or, on ``…/responses``, a fixed Responses API
+response), as JSON or as an SSE stream, never validating.
 
 Raw ASGI so that the upstream costs as little as possible and the differences between targets
 stay visible. The body is read and ignored except for one byte search for ``"stream": true``.
@@ -26,11 +27,31 @@ CHUNK = (
     b'"finish_reason":null}]}\n\n'
 )
 DONE = b"data: [DONE]\n\n"
+RESPONSE = (
+    b'{"id":"resp_bench","object":"response","created_at":1700000000,"status":"completed",'
+    b'"model":"bench","output":[{"type":"message","id":"msg_bench","status":"completed",'
+    b'"role":"assistant","content":[{"type":"output_text","text":"The answer is 42.",'
+    b'"annotations":[]}]}],"usage":{"input_tokens":12,"output_tokens":6,"total_tokens":18}}'
+)
+RESPONSE_DELTA = (
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+    b'"item_id":"msg_bench","output_index":0,"content_index":0,"delta":"token "}\n\n'
+)
+RESPONSE_DONE = b"event: response.completed\ndata: " + (
+    b'{"type":"response.completed","response":' + RESPONSE + b"}\n\n"
+)
 
-_JSON_HEADERS = [
-    (b"content-type", b"application/json"),
-    (b"content-length", str(len(COMPLETION)).encode()),
-]
+
+def _json_headers(body: bytes) -> list[tuple[bytes, bytes]]:
+    return [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+
+
+#: whether the path is a Responses one -> (JSON body, stream event, last stream event)
+_ANSWERS = {
+    False: (COMPLETION, CHUNK, DONE),
+    True: (RESPONSE, RESPONSE_DELTA, RESPONSE_DONE),
+}
+_HEADERS = {body: _json_headers(body) for body in (COMPLETION, RESPONSE)}
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 
 
@@ -57,26 +78,29 @@ async def _drain(receive: Receive) -> bytes:
             return b"".join(parts)
 
 
-async def _stream(send: Send, chunks: int, pace: float) -> None:
+async def _stream(send: Send, events: tuple[bytes, bytes], chunks: int, pace: float) -> None:
+    chunk, last = events
     await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
     for n in range(chunks):
         if n and pace:
             await asyncio.sleep(pace)
-        await send({"type": "http.response.body", "body": CHUNK, "more_body": True})
-    await send({"type": "http.response.body", "body": DONE, "more_body": False})
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": last, "more_body": False})
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
-    """The fake provider: every HTTP request gets the fixed completion."""
+    """The fake provider: ``…/responses`` gets the fixed Responses answer, every other HTTP
+    request the fixed chat completion."""
     if scope["type"] == "lifespan":
         await _lifespan(receive, send)
         return
     body = await _drain(receive)
+    answer, chunk, last = _ANSWERS[scope["path"].endswith("/responses")]
     if _wants_stream(body):
-        await _stream(send, *_stream_shape(scope["headers"]))
+        await _stream(send, (chunk, last), *_stream_shape(scope["headers"]))
         return
-    await send({"type": "http.response.start", "status": 200, "headers": _JSON_HEADERS})
-    await send({"type": "http.response.body", "body": COMPLETION})
+    await send({"type": "http.response.start", "status": 200, "headers": _HEADERS[answer]})
+    await send({"type": "http.response.body", "body": answer})
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

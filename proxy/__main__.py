@@ -6,7 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-PROVIDERS = ("openai", "deepseek", "gemini")
+PROVIDERS = (
+    *("openai", "deepseek", "gemini"),
+    *("kimi", "mistral", "groq", "xai", "qwen", "vllm", "ollama"),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -14,29 +17,80 @@ def _parser() -> argparse.ArgumentParser:
         prog="toolcall-guard",
         description="Keep tool-calling histories valid in front of OpenAI-compatible providers.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the proxy")
+    serve = commands.add_parser(
+        "serve",
+        help="run the proxy",
+        description="Run the proxy (default http://127.0.0.1:8780/v1).",
+    )
     serve.add_argument("--config", help="TOML config file (default: config/toolcall-guard.toml)")
     serve.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default from config: 8780)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    serve.add_argument(
+        "--emulate",
+        action="store_true",
+        help="offline quick start: start strict emulators of the configured providers on free "
+        "local ports and serve the proxy in front of them (no keys, no network)",
+    )
 
-    check = commands.add_parser("check", help="lint a saved request body or messages array")
+    check = commands.add_parser(
+        "check",
+        help="lint a saved request body or messages array",
+        description="Check a saved request body or messages array against a policy, offline.",
+        epilog=CHECK_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     check.add_argument(
         "file", help="JSON file with a request body or a messages array; - for stdin"
     )
-    check.add_argument("--upstream", help="upstream whose policy applies (default: routing)")
+    check.add_argument(
+        "--upstream",
+        help="an upstream of the config (its policy applies), a [policies.NAME] table or a "
+        "preset (default: the upstream routing picks for the body's model)",
+    )
     check.add_argument("--config", help="TOML config file")
     check.add_argument("--fix", action="store_true", help="print the repaired body")
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument(
+        "--format", choices=("text", "json"), default="text", help="report format (default text)"
+    )
 
-    emulate = commands.add_parser("emulate", help="serve a strict fake provider")
-    emulate.add_argument("--provider", choices=PROVIDERS, required=True)
-    emulate.add_argument("--host", default="127.0.0.1")
-    emulate.add_argument("--port", type=int, default=8790)
-    emulate.add_argument("--pacing-ms", type=float, default=0.0, help="delay between SSE chunks")
+    emulate = commands.add_parser(
+        "emulate",
+        help="serve a strict fake provider",
+        description="Serve a strict fake provider that answers like the real one (status, error "
+        "shape and text), to find an agent's protocol bugs offline without spending tokens.",
+    )
+    emulate.add_argument(
+        "--provider", choices=PROVIDERS, required=True, help="which provider to emulate"
+    )
+    emulate.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    emulate.add_argument("--port", type=int, default=8790, help="port (default 8790)")
+    emulate.add_argument(
+        "--pacing-ms",
+        type=float,
+        default=0.0,
+        help="delay between the chunks of streamed answers, in ms (default 0)",
+    )
     return parser
+
+
+CHECK_EXIT_CODES = """exit codes:
+  0  clean: no rule fired
+  1  findings, all repaired (or only warned about); --fix prints the repaired body
+  2  rejected: no repair can save the history
+  3  unreadable input or configuration (one line on stderr)"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolcall-guard")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,13 +103,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         import uvicorn
 
         from proxy.emulator import create_emulator_app
+        from proxy.emulator.app import PREFIXES
 
         app = create_emulator_app(args.provider, pacing_ms=args.pacing_ms)
+        base = f"http://{args.host}:{args.port}{PREFIXES[args.provider][0]}"
+        print(f"emulating {args.provider} at {base}", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         return 0
+    if args.emulate:
+        return _serve_emulated(args)
     from proxy.server import serve
 
     return serve(config=args.config, host=args.host, port=args.port, workers=args.workers)
+
+
+def _serve_emulated(args: argparse.Namespace) -> int:
+    import os
+
+    from proxy.errors import ConfigError
+    from proxy.quickstart import serve_emulated
+
+    if args.workers != 1:
+        print("toolcall-guard: --emulate runs in one process; drop --workers", file=sys.stderr)
+        return 2
+    if args.host is not None:  # the same overrides serve applies, read by load_settings
+        os.environ["TOOLCALL_GUARD_SERVER__HOST"] = args.host
+    if args.port is not None:
+        os.environ["TOOLCALL_GUARD_SERVER__PORT"] = str(args.port)
+    try:
+        return serve_emulated(args.config)
+    except ConfigError as exc:
+        print(f"toolcall-guard: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The application factory: ``create_app(settings)`` builds the app, its lifespan wires the I/O.
 
 Nothing happens at import time. Requests under ``/v1/…`` and ``/{upstream}/v1/…`` go straight
-to the raw ASGI :class:`~proxy.api.chat.ProxyEndpoint`; everything else (``/repairs``,
+to the raw ASGI :class:`~proxy.api.endpoint.ProxyEndpoint`; everything else (``/repairs``,
 ``/healthz``, ``/readyz``, ``/metrics``) is FastAPI. In front of both sits the one handler for
 the unexpected: it logs the traceback and answers in the OpenAI error shape, never with a bare
 500 page.
@@ -19,9 +19,9 @@ import httpx
 from fastapi import FastAPI, Request, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.api import ops, repairs, ui
-from proxy.api.chat import ProxyEndpoint
-from proxy.errors import ProxyError
+from proxy.api import fallback, learned, ops, repairs, ui
+from proxy.api.endpoint import ProxyEndpoint
+from proxy.errors import InternalError, render
 from proxy.relay.aiohttp_engine import AiohttpRelay
 from proxy.relay.asgi import RESPONSE_STARTED, send_error
 from proxy.relay.base import Relay
@@ -31,14 +31,6 @@ from proxy.routing import split_path
 from proxy.settings import Settings
 
 LOGGER = logging.getLogger("toolcall_guard")
-
-
-class InternalError(ProxyError):
-    """Anything unexpected, as the client sees it (the traceback stays in the log)."""
-
-    status = 502
-    openai_type = "server_error"
-    code = "proxy_internal_error"
 
 
 class Front:
@@ -80,8 +72,10 @@ class ToolcallGuard(FastAPI):
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
     """What Starlette's error middleware answers before :class:`Front` logs the exception."""
-    error = InternalError("The proxy failed unexpectedly; see its log.")
-    return Response(error.body(), status_code=error.status, media_type="application/json")
+    status, headers, body = render(InternalError("The proxy failed unexpectedly; see its log."))
+    response = Response(body, status_code=status)
+    response.raw_headers = headers
+    return response
 
 
 def _marking(scope: Scope, send: Send) -> Send:
@@ -128,8 +122,11 @@ def create_app(
     app.front = Front(super(ToolcallGuard, app).__call__, proxy)
     app.state.settings = settings
     app.state.proxy = proxy
+    app.state.learned = proxy.learned
     app.add_exception_handler(Exception, _internal_error)
-    for router in (ops.router, repairs.router, ui.router):
+    fallback.install(app)  # routing errors outside /v1 in the OpenAI shape
+    # learned before repairs: /repairs/{record_id} would take /repairs/learned
+    for router in (ops.router, learned.router, repairs.router, ui.router):
         app.include_router(router)
     return app
 

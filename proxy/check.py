@@ -1,5 +1,8 @@
 """``toolcall-guard check``: lint a saved request body or messages array offline.
 
+``--upstream NAME`` names an upstream of the config (its policy applies), or a policy: a
+``[policies.NAME]`` table (its rule overrides apply) or a preset.
+
 Exit status: 0 clean, 1 findings that were repaired (or only warned about), 2 rejected,
 3 unreadable input or configuration (one line on stderr, never a traceback).
 """
@@ -16,6 +19,8 @@ import orjson
 from proxy.core.chat.messages import MalformedHistory, messages_of
 from proxy.core.policy import PRESETS, Outcome, Policy, apply_policy, build_policy
 from proxy.core.registry import ALL_RULES as RULES
+from proxy.core.responses.items import items_of
+from proxy.core.responses.sanitize import sanitize_responses
 from proxy.errors import ConfigError
 from proxy.settings import Settings, load_settings
 
@@ -37,24 +42,31 @@ def _read(source: str) -> Any:
         raise Unreadable(f"{source} is not valid JSON: {exc}") from exc
 
 
-def _policy(settings: Settings, upstream: str | None, body: dict[str, Any]) -> tuple[str, Policy]:
-    """The policy of the named upstream, of the upstream routing would pick, or a preset."""
+def _policy(
+    settings: Settings, name: str | None, body: dict[str, Any]
+) -> tuple[str | None, Policy]:
+    """The upstream (None when a policy is named directly) and the policy that applies: the
+    named upstream's, the policy named (a ``[policies.X]`` table, overrides included, or a
+    preset), or the policy of the upstream routing would pick for the body's model."""
     from proxy.routing import upstream_for_model
 
-    if upstream is None:
-        upstream = upstream_for_model(settings, body.get("model"))
-        if upstream is None:
+    if name is None:
+        name = upstream_for_model(settings, body.get("model"))
+        if name is None:
             raise Unreadable("no upstream matches; name one with --upstream")
-    if upstream in settings.upstreams:
-        return upstream, settings.policy_for(upstream)
-    if upstream in PRESETS:
-        return upstream, build_policy(upstream)
-    allowed = ", ".join([*settings.upstreams, *PRESETS])
-    raise Unreadable(f"unknown upstream {upstream!r}; allowed: {allowed}")
+    if name in settings.upstreams:
+        return name, settings.policy_for(name)
+    if name in settings.policies:
+        return None, settings.policy_named(name)
+    if name in PRESETS:
+        return None, build_policy(name)
+    allowed = ", ".join(dict.fromkeys([*settings.upstreams, *settings.policies, *PRESETS]))
+    raise Unreadable(f"unknown upstream or policy {name!r}; allowed: {allowed}")
 
 
-def _print_text(outcome: Outcome, upstream: str, policy: Policy, out: TextIO) -> None:
-    print(f"upstream {upstream} (policy {policy.name}): {outcome.status}", file=out)
+def _print_text(outcome: Outcome, upstream: str | None, policy: Policy, out: TextIO) -> None:
+    where = f"upstream {upstream} (policy {policy.name})" if upstream else f"policy {policy.name}"
+    print(f"{where}: {outcome.status}", file=out)
     for finding in outcome.findings:
         print(f"  {finding.path}  {finding.rule}  [{finding.action}]  {finding.detail}", file=out)
         print(f"      fix in the client: {RULES[finding.rule].hint}", file=out)
@@ -66,12 +78,25 @@ def _exit_code(outcome: Outcome) -> int:
     return EXIT_FINDINGS if outcome.findings else EXIT_CLEAN
 
 
+def is_responses(body: Any) -> bool:
+    """A Responses API body (``input`` items) rather than a chat completions one."""
+    return type(body) is dict and "input" in body and "messages" not in body
+
+
+def repaired_body(body: dict[str, Any], outcome: Outcome, responses: bool) -> dict[str, Any]:
+    """The body as the proxy would forward it (a string ``input`` is never changed)."""
+    if not outcome.changed:
+        return body
+    return {**body, "input" if responses else "messages": outcome.messages}
+
+
 def check(args: argparse.Namespace, out: TextIO) -> int:
     data = _read(args.file)
     bare = type(data) is list
     body = {"messages": data} if bare else data
+    responses = is_responses(body)
     try:
-        messages = messages_of(body)
+        messages = items_of(body) if responses else messages_of(body)
     except MalformedHistory as exc:
         raise Unreadable(f"{args.file}: {exc}") from exc
     try:
@@ -79,8 +104,8 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     except ConfigError as exc:
         raise Unreadable(str(exc)) from exc
     upstream, policy = _policy(settings, args.upstream, body)
-    outcome = apply_policy(messages, policy)
-    fixed: Any = outcome.messages if bare else {**body, "messages": outcome.messages}
+    outcome = sanitize_responses(body, policy) if responses else apply_policy(messages, policy)
+    fixed: Any = outcome.messages if bare else repaired_body(body, outcome, responses)
     if args.format == "json":
         report: dict[str, Any] = {
             "upstream": upstream,

@@ -4,21 +4,16 @@ directly, accepted through the proxy, and recorded."""
 
 from __future__ import annotations
 
-import socket
 import tempfile
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import httpx
 import orjson
-import uvicorn
 
 from proxy.app import create_app
 from proxy.emulator import create_emulator_app
+from proxy.quickstart import serve_in_thread
 from proxy.settings import load_settings
 
 HISTORY = {
@@ -33,24 +28,6 @@ HISTORY = {
 }
 
 
-@contextmanager
-def _serve(app: Any) -> Iterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_level="error", lifespan="on", log_config=None)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 def _show(title: str, response: httpx.Response) -> None:
     print(f"\n== {title}: HTTP {response.status_code}")
     for name in ("x-toolcall-guard-outcome", "x-toolcall-guard-rules", "x-toolcall-guard-record"):
@@ -61,14 +38,14 @@ def _show(title: str, response: httpx.Response) -> None:
 
 def main() -> int:
     with ExitStack() as stack:
-        upstream = stack.enter_context(_serve(create_emulator_app("deepseek")))
+        upstream = stack.enter_context(serve_in_thread(create_emulator_app("deepseek")))
         data = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         settings = load_settings(
             upstreams={"deepseek": {"base_url": upstream + "/v1", "models": ["deepseek-*"]}},
             routing={"default": "deepseek"},
             repair_log={"url": f"sqlite:///{data}/repairs.sqlite3", "flush_interval": 0.05},
         )
-        proxy = stack.enter_context(_serve(create_app(settings)))
+        proxy = stack.enter_context(serve_in_thread(create_app(settings)))
         client = stack.enter_context(httpx.Client(timeout=10))
         print("A history whose assistant message lost its tool_calls (seed 000):")
         print(orjson.dumps(HISTORY["messages"], option=orjson.OPT_INDENT_2).decode())
@@ -79,11 +56,7 @@ def main() -> int:
         answer = client.post(proxy + "/v1/chat/completions", json=HISTORY)
         _show("Sent through toolcall-guard", answer)
         record_id = answer.headers.get("x-toolcall-guard-record")
-        deadline = time.monotonic() + 5
-        record = client.get(f"{proxy}/repairs/{record_id}")
-        while record.status_code == 404 and time.monotonic() < deadline:
-            time.sleep(0.05)  # the batch writer flushes off the request path
-            record = client.get(f"{proxy}/repairs/{record_id}")
+        record = client.get(f"{proxy}/repairs/{record_id}")  # readable before it is written
         print(f"\n== The record (GET /repairs/{record_id}): HTTP {record.status_code}")
         stored = record.json()
         for f in stored.get("findings", []):
@@ -91,7 +64,10 @@ def main() -> int:
         print("   forwarded messages:")
         for message in stored["forwarded"]["messages"]:
             print("     " + orjson.dumps(message).decode()[:150])
-        print("\nRun `make run`, send your own traffic, and browse the records at /ui.")
+        print(
+            "\nTry it yourself: `make run ARGS=--emulate` serves the proxy in front of the "
+            "emulators; browse the records at http://127.0.0.1:8780/ui."
+        )
         return 0 if answer.status_code == 200 and record.status_code == 200 else 1
 
 

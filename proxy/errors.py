@@ -1,16 +1,23 @@
 """The proxy's own errors and their one mapping to OpenAI-shaped JSON.
 
 ```
-ProxyError                  base: .status, .openai_type, .code, .param
-├── ConfigError             start-up only (bad config, unknown rule or action)
+ProxyError                  base: .status, .openai_type, .code, .param; rendered by render()
 ├── HistoryRejected         the policy rejected the history → 400 invalid_tool_history
-├── BadRequestBody          not JSON / not an object / messages malformed → 400 (413 when too big)
+├── BadRequestBody          not JSON / not an object / history malformed → 400 (413 when too big)
+├── InvalidParameter        an admin endpoint's query or path parameter is malformed → 400
 ├── Unauthorized            client key missing or wrong → 401
+│   └── AdminUnauthorized   admin token missing or wrong → 401
+├── AdminTokenRequired      admin endpoint beyond loopback with no token configured → 403
+├── RecordNotFound          → 404
 ├── RequestTimeout          the request body did not arrive within server.body_timeout → 408
 ├── UnknownUpstream         → 400 unknown_upstream (404 for an unknown path prefix)
+├── RepairLogDown           the repair log does not answer → 503
+├── InternalError           anything unexpected (the traceback stays in the log) → 502
 └── UpstreamError
     ├── UpstreamTimeout     → 504
     └── UpstreamUnavailable → 502
+
+ConfigError                 start-up only (bad config, unknown rule or action): never a response
 ```
 
 Upstream error *responses* are never wrapped: they pass through as they are.
@@ -47,10 +54,19 @@ class ProxyError(Exception):
         return orjson.dumps(self.payload())
 
 
-class ConfigError(ProxyError):
-    """Raised at start-up only; the message names the key and the allowed values."""
+def render(error: ProxyError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """The one rendering of a proxy error: status, headers and the OpenAI-shaped JSON body."""
+    body = error.body()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if isinstance(error, Unauthorized):
+        headers.append((b"www-authenticate", b"Bearer"))
+    if isinstance(error, RequestTimeout):  # the rest of a slow body is not worth waiting for
+        headers.append((b"connection", b"close"))
+    return error.status, headers, body
 
-    code = "config_error"
+
+class ConfigError(ValueError):
+    """Raised at start-up only; the message names the key and the allowed values."""
 
 
 class BadRequestBody(ProxyError):
@@ -80,10 +96,50 @@ class HistoryRejected(ProxyError):
         return payload
 
 
+class InvalidParameter(ProxyError):
+    """400: a query or path parameter of an admin endpoint is malformed or out of range."""
+
+    status = 400
+    openai_type = "invalid_request_error"
+    code = "invalid_parameter"
+
+
 class Unauthorized(ProxyError):
     status = 401
     openai_type = "invalid_request_error"
     code = "invalid_api_key"
+
+
+class AdminUnauthorized(Unauthorized):
+    code = "invalid_admin_token"
+
+
+class AdminTokenRequired(ProxyError):
+    """403: an admin endpoint reachable from the network with no admin token configured."""
+
+    status = 403
+    openai_type = "permission_error"
+    code = "admin_token_required"
+
+
+class RecordNotFound(ProxyError):
+    status = 404
+    openai_type = "invalid_request_error"
+    code = "record_not_found"
+
+
+class RepairLogDown(ProxyError):
+    status = 503
+    openai_type = "server_error"
+    code = "repair_log_unavailable"
+
+
+class InternalError(ProxyError):
+    """Anything unexpected, as the client sees it (the traceback stays in the log)."""
+
+    status = 502
+    openai_type = "server_error"
+    code = "proxy_internal_error"
 
 
 class RequestTimeout(ProxyError):

@@ -13,6 +13,7 @@ import re
 import sys
 import time
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any, TextIO
 
 import orjson
@@ -43,6 +44,11 @@ FIELDS = (
     "upstream_ms",
     "request",
 )
+
+
+_VALUES = attrgetter(*FIELDS)
+#: Durations, rounded to the microsecond in the line.
+_DURATIONS = frozenset({"total_ms", "sanitize_ms", "upstream_ms"})
 
 
 def request_id(sent: bytes | None) -> str:
@@ -79,30 +85,92 @@ class RequestLog:
         self.request: Any = None  # the parsed body, only with server.log_contents
 
     def emit(self) -> None:
-        """Write the line (when the logger takes INFO); sets ``total_ms`` either way."""
+        """Write the line (when the logger takes INFO); sets ``total_ms`` either way.
+
+        The record is made directly (``Logger.info`` would look up the caller's frame, the
+        dearest part of a log call) and its ``event`` holds the fields that are set, in order.
+        """
         self.total_ms = (time.perf_counter() - self.t0) * 1000
-        if LOGGER.isEnabledFor(logging.INFO):
-            event = {name: getattr(self, name) for name in FIELDS}
-            event = {
-                k: round(v, 3) if type(v) is float else v for k, v in event.items() if v is not None
-            }
-            LOGGER.info("%s %s %s", self.method, self.path, self.status, extra={"event": event})
+        if not LOGGER.isEnabledFor(logging.INFO):
+            return
+        event = {
+            k: (round(v, 3) if k in _DURATIONS else v)
+            for k, v in zip(FIELDS, _VALUES(self), strict=True)
+            if v is not None
+        }
+        message = f"{self.method} {self.path} {self.status}"
+        record = LOGGER.makeRecord(
+            LOGGER.name,
+            logging.INFO,
+            "(proxy.logs)",
+            0,
+            message,
+            (),
+            None,
+            extra={"event": event},
+        )
+        LOGGER.handle(record)
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message and the request's fields."""
+    """One JSON object per line: time, level, logger, message and the request's fields.
+
+    The time is formatted once per second (its millisecond part per line), the constant head
+    of a request line is rendered once per level and logger.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._second = -1
+        self._prefix = ""
+        self._heads: dict[tuple[str, str], bytes] = {}
+
+    def _ts(self, created: float) -> str:
+        second = int(created)
+        if second != self._second:
+            moment = datetime.fromtimestamp(second, UTC).isoformat(timespec="seconds")
+            self._prefix, self._second = moment.removesuffix("+00:00") + ".", second
+        return f"{self._prefix}{int((created - second) * 1000):03d}+00:00"
+
+    def _head(self, record: logging.LogRecord) -> bytes:
+        key = (record.levelname, record.name)
+        head = self._heads.get(key)
+        if head is None:
+            level = record.levelname.lower()
+            head = self._heads[key] = orjson.dumps({"level": level, "logger": record.name})[1:-1]
+        return head
 
     def format(self, record: logging.LogRecord) -> str:
+        event = getattr(record, "event", None)
+        if record.exc_info or not event or not _plain(event):
+            return self._format_dict(record, event)
+        head = b'{"ts":"%s",%s,"msg":%s,' % (
+            self._ts(record.created).encode(),
+            self._head(record),
+            orjson.dumps(record.getMessage()),
+        )
+        return (head + orjson.dumps(event, default=str)[1:]).decode()
+
+    def _format_dict(self, record: logging.LogRecord, event: dict[str, Any] | None) -> str:
+        """Any record: the general, slower way (a traceback, or fields that shadow the head)."""
         line: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "ts": self._ts(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        line.update(getattr(record, "event", None) or {})
+        line.update(event or {})
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(line, default=str).decode()
+
+
+_HEAD_KEYS = frozenset({"ts", "level", "logger", "msg", "exc"})
+
+
+def _plain(event: dict[str, Any]) -> bool:
+    """Whether the fields can follow the head as they are (no key would appear twice)."""
+    return _HEAD_KEYS.isdisjoint(event)
 
 
 #: C0 and C1 controls and DEL, shown escaped in text lines: a client-chosen path or value with

@@ -19,8 +19,9 @@ REQUESTS = Counter(
 )
 OUTCOMES = Counter(
     "toolcall_guard_outcomes_total",
-    "Chat requests by sanitizer outcome (clean, repaired, warned, rejected).",
-    ["upstream", "outcome"],
+    "Requests of a wire API (chat, responses) by sanitizer outcome (clean, repaired, warned, "
+    "rejected).",
+    ["upstream", "api", "outcome"],
 )
 FINDINGS = Counter(
     "toolcall_guard_findings_total",
@@ -29,8 +30,19 @@ FINDINGS = Counter(
 )
 UPSTREAM_REJECTED = Counter(
     "toolcall_guard_upstream_rejected_total",
-    "Upstream 4xx answers to chat requests, by upstream and classified error kind.",
-    ["upstream", "kind"],
+    "Upstream 4xx answers to wire API requests, by upstream, API and the catalogued signature "
+    "they matched ('unknown': none, what the catalogue still misses).",
+    ["upstream", "api", "kind"],
+)
+RETRIES = Counter(
+    "toolcall_guard_retries_total",
+    "Refused requests repaired and sent once more, by upstream and the rule the retry applied.",
+    ["upstream", "rule"],
+)
+RETRIES_FAILED = Counter(
+    "toolcall_guard_retries_failed_total",
+    "Retried requests the upstream refused again (4xx), by upstream and the retry's rule.",
+    ["upstream", "rule"],
 )
 SANITIZE_SECONDS = Histogram(
     "toolcall_guard_sanitize_seconds",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -66,20 +67,34 @@ def serve(
         return _run("proxy.server:app_factory", settings, workers=workers, factory=True)
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """How uvicorn runs the proxy (``serve`` and the benchmark use the same options).
+
+    uvicorn's proxy-headers middleware (on by default, trusting 127.0.0.1) sits on every
+    request; it is on here only when ``server.forwarded_allow_ips`` names the proxies to trust.
+    """
+    trusted = settings.server.forwarded_allow_ips.strip()
+    return {
+        "proxy_headers": bool(trusted),
+        "forwarded_allow_ips": trusted or None,
+        "host": settings.server.host,
+        "port": settings.server.port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "lifespan": "on",
+        "log_config": None,
+        "access_log": False,  # one JSON line per request comes from proxy.logs instead
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_SECONDS,
+    }
+
+
 def _run(app: object, settings: Settings, *, workers: int, factory: bool) -> int:
     try:
         uvicorn.run(
             app,  # type: ignore[arg-type]
-            host=settings.server.host,
-            port=settings.server.port,
             workers=workers,
             factory=factory,
-            loop="uvloop",
-            http="httptools",
-            lifespan="on",
-            log_config=None,
-            access_log=False,  # one JSON line per request comes from proxy.logs instead
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            **uvicorn_options(settings),
         )
     except SystemExit as exc:  # uvicorn exits this way when start-up fails
         return exc.code if isinstance(exc.code, int) else 1

@@ -2,24 +2,28 @@
 
 Precedence: init arguments > environment (``TOOLCALL_GUARD_…``, nested with ``__``) > TOML file
 (``--config``, ``TOOLCALL_GUARD_CONFIG``, or ``config/toolcall-guard.toml`` when present) >
-built-in defaults. Secrets never live in the file: it names the environment variable.
+built-in defaults. Secrets never live in the file: it names the environment variable. How the
+layers of upstreams combine (the file extends the built-ins, the environment only changes known
+upstreams, ``enabled = false`` drops one) is in :mod:`proxy.config_layers`.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
+from proxy.config_layers import LayeredSource, builtin_upstreams
 from proxy.core.policy import PRESETS, Policy, build_policy
 from proxy.errors import ConfigError
 
@@ -44,6 +48,9 @@ class ServerSettings(_Section):
     log_format: Literal["auto", "json", "text"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_contents: bool = False
+    #: Proxies trusted to set X-Forwarded-For/-Proto (uvicorn's forwarded_allow_ips: comma-
+    #: separated addresses or networks, "*" for any); empty: those headers are not read at all.
+    forwarded_allow_ips: str = ""
 
     def is_loopback(self) -> bool:
         if self.host == "localhost":
@@ -73,6 +80,10 @@ class UpstreamSettings(_Section):
     policy: str | None = None  # default: the upstream's own name if that is a preset, else openai
     connect_timeout: float = Field(10.0, gt=0)
     read_timeout: float = Field(600.0, gt=0)
+    #: False drops the upstream (a built-in one included): proxy/config_layers.py.
+    enabled: bool = True
+    #: Repair and resend once when this upstream refuses a history for a catalogued reason.
+    retry_on_reject: bool = True
 
     @model_validator(mode="after")
     def _url(self) -> UpstreamSettings:
@@ -93,26 +104,7 @@ class PolicySettings(_Section):
 
 
 def _default_upstreams() -> dict[str, UpstreamSettings]:
-    return {
-        "openai": UpstreamSettings(
-            base_url="https://api.openai.com/v1",
-            api_key_env="OPENAI_API_KEY",
-            models=["gpt-*", "o1*", "o3*", "o4*", "chatgpt-*"],
-            policy="openai",
-        ),
-        "deepseek": UpstreamSettings(
-            base_url="https://api.deepseek.com/v1",
-            api_key_env="DEEPSEEK_API_KEY",
-            models=["deepseek-*"],
-            policy="deepseek",
-        ),
-        "gemini": UpstreamSettings(
-            base_url="https://generativelanguage.googleapis.com/v1beta/openai",
-            api_key_env="GEMINI_API_KEY",
-            models=["gemini-*"],
-            policy="gemini",
-        ),
-    }
+    return {name: UpstreamSettings(**fields) for name, fields in builtin_upstreams().items()}
 
 
 class Settings(BaseSettings):
@@ -129,15 +121,21 @@ class Settings(BaseSettings):
     policies: dict[str, PolicySettings] = {}
 
     _policies: dict[str, Policy] = PrivateAttr(default_factory=dict)
+    #: The TOML file read beneath the environment (:func:`load_settings` sets it).
+    config_file: ClassVar[Path | None] = None
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
+        disabled = [name for name, upstream in self.upstreams.items() if not upstream.enabled]
+        self.upstreams = {n: u for n, u in self.upstreams.items() if u.enabled}
         if not self.upstreams:
             raise ValueError("upstreams: at least one upstream is required")
-        if self.routing.default is not None and self.routing.default not in self.upstreams:
+        default = self.routing.default
+        if default is not None and default not in self.upstreams:
+            why = "is disabled (enabled = false)" if default in disabled else "is not configured"
             raise ValueError(
-                f"routing.default: unknown upstream {self.routing.default!r}; "
-                f"allowed: {', '.join(self.upstreams)}"
+                f"routing.default: upstream {default!r} {why}; "
+                f"configured: {', '.join(self.upstreams)}"
             )
         for name, section in self.policies.items():
             self._policies[name] = build_policy(
@@ -164,11 +162,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_file = settings_cls.model_config.get("toml_file")
-        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings)
-        if toml_file:
-            sources += (TomlConfigSettingsSource(settings_cls, toml_file=toml_file),)
-        return sources
+        assert isinstance(init_settings, InitSettingsSource)
+        toml_file = getattr(settings_cls, "config_file", None)
+        layers = LayeredSource(
+            settings_cls, init=init_settings, env=env_settings, toml_file=toml_file
+        )
+        return (init_settings, layers)
 
     def policy_for(self, upstream: str) -> Policy:
         return self._policies[self.upstreams[upstream].policy or "openai"]
@@ -201,13 +200,17 @@ def config_path(explicit: str | Path | None = None) -> Path | None:
 
 
 def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
-    """Load and validate the settings; any problem raises :class:`ConfigError` naming the key."""
+    """Load and validate the settings; any problem raises :class:`ConfigError` naming the key.
+
+    ``overrides`` are init arguments, above the environment; an ``upstreams`` override lists
+    every upstream (the built-in ones are left out), as tests and ``make demo`` want.
+    """
     path = config_path(config)
     if path is not None and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
 
     class _FromFile(Settings):
-        model_config = SettingsConfigDict(toml_file=path)
+        config_file: ClassVar[Path | None] = path
 
     try:
         return _FromFile(**overrides)
@@ -220,7 +223,29 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
 def _explain(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"])
+        loc = error["loc"]
+        key = ".".join(str(part) for part in loc)
         message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            allowed = _fields_at(loc[:-1])
+            message = "unknown key" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+        elif error["type"] == "missing" and loc[-1:] == ("base_url",):
+            message = "required: a new upstream needs base_url"
         lines.append(f"{key}: {message}" if key else message)
     return "invalid configuration: " + "; ".join(lines)
+
+
+def _fields_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys allowed in the table at ``loc`` (``("upstreams", "x")`` → an upstream's)."""
+    model: Any = Settings
+    parts = iter(loc)
+    for part in parts:
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return []
+        model = fields[part].annotation
+        if typing.get_origin(model) is dict:  # upstreams, policies: the next part is a name
+            model = typing.get_args(model)[1]
+            if next(parts, None) is None:
+                return []
+    return list(getattr(model, "model_fields", {}))

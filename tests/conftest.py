@@ -16,6 +16,8 @@ import pytest
 
 #: Variables a developer's shell may hold that would change what the tests do.
 _PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPSEEK_API_KEY", "GEMINI_API_KEY")
+_PROVIDER_VARIABLES += ("MOONSHOT_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY", "XAI_API_KEY")
+_PROVIDER_VARIABLES += ("DASHSCOPE_API_KEY",)
 
 
 @pytest.fixture(scope="session")

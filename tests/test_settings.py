@@ -32,12 +32,28 @@ def test_the_providers_real_endpoints_and_key_variables() -> None:
     assert (
         upstreams["gemini"]["base_url"] == "https://generativelanguage.googleapis.com/v1beta/openai"
     )
-    assert {u["api_key_env"] for u in upstreams.values()} == {
+    assert upstreams["kimi"]["base_url"] == "https://api.moonshot.ai/v1"
+    assert upstreams["mistral"]["base_url"] == "https://api.mistral.ai/v1"
+    assert upstreams["groq"]["base_url"] == "https://api.groq.com/openai/v1"
+    assert upstreams["xai"]["base_url"] == "https://api.x.ai/v1"
+    assert upstreams["qwen"]["base_url"] == "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    assert upstreams["vllm"]["base_url"] == "http://127.0.0.1:8000/v1"
+    assert upstreams["ollama"]["base_url"] == "http://127.0.0.1:11434/v1"
+    assert {u.get("api_key_env") for u in upstreams.values()} == {
         "OPENAI_API_KEY",
         "DEEPSEEK_API_KEY",
         "GEMINI_API_KEY",
+        "MOONSHOT_API_KEY",
+        "MISTRAL_API_KEY",
+        "GROQ_API_KEY",
+        "XAI_API_KEY",
+        "DASHSCOPE_API_KEY",
+        None,  # vllm and ollama: local servers, the client's Authorization passes through
     }
-    assert {u["policy"] for u in upstreams.values()} == {"openai", "deepseek", "gemini"}
+    # each upstream is routed with the policy of its own name
+    assert all(u["policy"] == name for name, u in upstreams.items())
+    # servers whose model names overlap are reached by path prefix only
+    assert [n for n, u in upstreams.items() if not u["models"]] == ["groq", "vllm", "ollama"]
 
 
 def test_every_key_has_a_comment() -> None:

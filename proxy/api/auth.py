@@ -20,28 +20,14 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
-from proxy.errors import ProxyError, Unauthorized
+from proxy.errors import (
+    AdminTokenRequired,
+    AdminUnauthorized,
+    InvalidParameter,
+    ProxyError,
+    render,
+)
 from proxy.settings import Settings
-
-
-class AdminTokenRequired(ProxyError):
-    """403: an admin endpoint reachable from the network with no admin token configured."""
-
-    status = 403
-    openai_type = "permission_error"
-    code = "admin_token_required"
-
-
-class AdminUnauthorized(Unauthorized):
-    code = "invalid_admin_token"
-
-
-class InvalidParameter(ProxyError):
-    """400: a query or path parameter is malformed or out of range."""
-
-    status = 400
-    openai_type = "invalid_request_error"
-    code = "invalid_parameter"
 
 
 async def require_admin(request: Request) -> None:
@@ -87,10 +73,11 @@ class AdminRoute(APIRoute):
 
 
 def error_response(error: ProxyError) -> Response:
-    headers = {"www-authenticate": "Bearer"} if isinstance(error, Unauthorized) else None
-    return Response(
-        error.body(), status_code=error.status, media_type="application/json", headers=headers
-    )
+    """A proxy error as a Starlette response (rendered by :func:`proxy.errors.render`)."""
+    status, headers, body = render(error)
+    response = Response(body, status_code=status)
+    response.raw_headers = headers
+    return response
 
 
 def _invalid(exc: RequestValidationError) -> InvalidParameter:

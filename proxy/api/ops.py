@@ -1,4 +1,5 @@
-"""Operations endpoints: ``/healthz`` (alive), ``/readyz`` (ready to serve), ``/metrics``.
+"""Operations endpoints: ``/healthz`` (alive), ``/readyz`` (ready to serve), ``/metrics``, and
+``/`` (a redirect to the viewer at ``/ui``, for whoever opens the proxy's address in a browser).
 
 ``/healthz`` and ``/readyz`` are in the OpenAPI document (probes and tests read their shapes);
 ``/metrics`` speaks Prometheus' text format, not JSON, and stays out of it.
@@ -11,7 +12,7 @@ import os
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -45,6 +46,12 @@ class Unready(BaseModel):
 UNREADY: dict[int | str, dict[str, Any]] = {
     503: {"model": Unready, "description": "not ready: the reason says why"}
 }
+
+
+@router.get("/", include_in_schema=False)
+async def root() -> RedirectResponse:
+    """The proxy's address in a browser leads to the viewer."""
+    return RedirectResponse("/ui", status_code=307)
 
 
 @router.get("/healthz", response_model=Health, summary="The process is alive")

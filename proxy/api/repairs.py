@@ -20,25 +20,21 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from proxy.api.auth import AdminRoute, InvalidParameter, require_admin
-from proxy.errors import ProxyError
-from proxy.repairlog import InvalidQuery, RecordQuery, RepairLog, RepairLogError, record_diff
+from proxy.api.auth import AdminRoute, require_admin
+from proxy.core.registry import ALL_RULES
+from proxy.errors import InvalidParameter, RecordNotFound, RepairLogDown
+from proxy.repairlog import (
+    InvalidQuery,
+    RecordQuery,
+    RecordWriter,
+    RepairLog,
+    RepairLogError,
+    record_diff,
+)
 from proxy.repairlog.base import DEFAULT_LIMIT, MAX_LIMIT, utc
 
 OutcomeName = Literal["repaired", "rejected", "warned", "upstream_rejected"]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
-
-
-class RecordNotFound(ProxyError):
-    status = 404
-    openai_type = "invalid_request_error"
-    code = "record_not_found"
-
-
-class RepairLogDown(ProxyError):
-    status = 503
-    openai_type = "server_error"
-    code = "repair_log_unavailable"
 
 
 class ErrorDetail(BaseModel):
@@ -157,6 +153,10 @@ async def list_repairs(
 ) -> dict[str, Any]:
     """Record summaries (no bodies) matching every filter given; ``next_cursor`` names the next
     page (null on the last)."""
+    if rule is not None and rule not in ALL_RULES:
+        raise InvalidParameter(
+            f"rule: no rule is named {rule!r}; allowed: {', '.join(ALL_RULES)}.", param="rule"
+        )
     try:
         q = RecordQuery(upstream, model, outcome, rule, since, until, limit, cursor)
     except InvalidQuery as exc:
@@ -183,11 +183,13 @@ async def repair_stats(request: Request, since: Since = None) -> dict[str, Any]:
 async def get_repair(
     request: Request, record_id: Annotated[str, Path(max_length=200)]
 ) -> dict[str, Any]:
-    """The full record as stored, plus a diff of the received and forwarded messages."""
+    """The full record as stored, plus a diff of the received and forwarded messages. A record
+    not yet written (its answer still streaming, or waiting in the writer's queue) is served from
+    the writer: the id in ``x-toolcall-guard-record`` answers at once."""
     record = None
     if "\x00" not in record_id:
         with _available():
-            record = await _log(request).get(record_id)
+            record = _unwritten(request, record_id) or await _log(request).get(record_id)
     if record is None:
         raise RecordNotFound(f"No record with id {record_id!r}.", param="record_id")
     record["diff"] = await asyncio.to_thread(
@@ -212,6 +214,11 @@ def _moment(value: datetime, param: str) -> datetime:
         return utc(value, param)
     except InvalidQuery as exc:
         raise InvalidParameter(str(exc), param=param) from None
+
+
+def _unwritten(request: Request, record_id: str) -> dict[str, Any] | None:
+    writer: RecordWriter | None = getattr(request.app.state, "writer", None)
+    return None if writer is None else writer.find(record_id)
 
 
 def _log(request: Request) -> RepairLog:

@@ -12,58 +12,62 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.core.chat.messages import History, Message
+from proxy.core.providers import PROVIDERS, Provider
 from proxy.core.registry import ALL_RULES as RULES
 from proxy.core.registry import EXTRA_DEFAULTS, PIPELINES
 from proxy.core.rule import BadParam, Finding, Items, Rule
 
-DIALECTS = ("openai", "deepseek", "gemini")
+#: The provider dialects, one preset each (their data: :mod:`proxy.core.providers`).
+DIALECTS = tuple(PROVIDERS)
 MODES = ("repair", "observe", "strict", "off")
 
 _R, _OFF = "repair", "off"
+_CODES = {"R": _R, "-": _OFF, "X": "reject"}
 
-#: Defaults of the provider presets, DESIGN §4 (columns O, D, G). "repair" = the rule's default.
-PROVIDER_PRESETS: dict[str, dict[str, str]] = {
-    "openai": {},
-    "deepseek": {},
-    "gemini": {},
-}
-_TABLE: tuple[tuple[str, str, str, str], ...] = (
-    ("legacy_function_role", _R, _R, _R),
-    ("developer_role", _OFF, _R, _R),
-    ("unknown_role", "reject", "reject", "reject"),
-    ("tool_call_shape", _R, _R, _R),
-    ("arguments_not_string", _R, _R, _R),
-    ("arguments_invalid_json", _OFF, _OFF, _R),
-    ("empty_tool_calls", _R, _R, _R),
-    ("tool_content_shape", _R, _R, _R),
-    ("content_parts_unsupported", _OFF, _R, _OFF),
-    ("content_null", _R, _R, _R),
-    ("image_outside_user", _R, _OFF, _OFF),
-    ("duplicate_tool_call_id", _R, _R, _R),
-    ("misplaced_tool_result", _R, _R, _R),
-    ("duplicate_tool_result", _R, _R, _R),
-    ("orphan_tool_result", _R, _R, _R),
-    ("missing_tool_result", _R, _R, _R),
-    ("too_many_tool_calls", _R, _OFF, _OFF),
-    ("tool_call_id_format", _R, _OFF, _OFF),
-    ("tool_message_name", _OFF, _OFF, _R),
-    ("missing_reasoning_content", _OFF, _R, _OFF),
-    ("thought_signature", _OFF, _OFF, _R),
-    ("function_call_turn_order", _OFF, _OFF, _R),
-    ("consecutive_same_role", _OFF, _OFF, _OFF),
-    ("empty_assistant_message", _OFF, _R, _R),
-    ("empty_text", _OFF, _OFF, _R),
-    ("unknown_message_field", _R, _R, _R),
-)
-for _name, *_columns in _TABLE:
-    for _preset, _action in zip(DIALECTS, _columns, strict=True):
-        PROVIDER_PRESETS[_preset][_name] = _action
+#: Default actions of the provider presets (DESIGN §4 and §11), one column per dialect in
+#: DIALECTS order: R = the rule's default repair, - = off, X = reject, else the action's name.
+#: Rules whose detection reads the provider record (what it refuses) are R everywhere: they
+#: find nothing where the record says the provider accepts the history.
+_TABLE = """
+legacy_function_role      R R R R R R R - R R
+developer_role            R R R R R R R R R R
+unknown_role              X X X X X X X X X X
+tool_call_shape           R R R R R R R R R R
+arguments_not_string      R R R R R R R R R R
+arguments_invalid_json    - - R - - - R - R R
+empty_tool_calls          R - - - R - - R R -
+tool_content_shape        R R R R R R R R R R
+content_parts_unsupported R R R R R R R R R R
+content_null              R R R R R R R R R R
+image_outside_user        R - - - - - - - - -
+duplicate_tool_call_id    R R R R R R R R R R
+misplaced_tool_result     R R R R R R R R R R
+duplicate_tool_result     R R R R R R R R R R
+orphan_tool_result        R R R R R R R R R R
+missing_tool_result       R R R R R R R R R R
+too_many_tool_calls       R R R R R R R R R R
+tool_call_id_format       R R R R R R R R R R
+tool_message_name         - - - - - - strip - - -
+missing_reasoning_content R R R R R R R R R R
+thought_signature         R R R R R R R R R R
+function_call_turn_order  - - R - - - - - - -
+consecutive_same_role     - - - - - - - - R R
+user_after_tool           - - - - R - - - R R
+empty_assistant_message   - R R - R - R - - -
+empty_text                - - R - - - - - - -
+unknown_message_field     R R R R R R R R R R
+"""
+PROVIDER_PRESETS: dict[str, dict[str, str]] = {dialect: {} for dialect in DIALECTS}
+for _row in _TABLE.strip().splitlines():
+    _name, *_columns = _row.split()
+    for _preset, _code in zip(DIALECTS, _columns, strict=True):
+        PROVIDER_PRESETS[_preset][_name] = _CODES.get(_code, _code)
 for _name, _action in EXTRA_DEFAULTS.items():  # rules of the other wire APIs
     for _preset in DIALECTS:
         PROVIDER_PRESETS[_preset].setdefault(_name, _action)
 
 #: Every preset name, with the dialect its rules are parameterised for.
-PRESETS = ("openai", "deepseek", "gemini", "strict", "observe", "passthrough")
+PRESETS = (*DIALECTS, "strict", "observe", "passthrough")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,8 @@ class Policy:
     name: str
     dialect: str
     settings: Mapping[str, Setting]
+    #: Rules the user set in a policy override: a retry never applies one set to off/reject.
+    pinned: frozenset[str] = frozenset()
     #: Per wire API, the rules that are not ``off``, in pipeline order, with their settings.
     active: Mapping[str, tuple[tuple[Rule, Setting], ...]] = field(
         init=False, repr=False, compare=False
@@ -90,6 +96,11 @@ class Policy:
             for api, pipeline in PIPELINES.items()
         }
         object.__setattr__(self, "active", active)
+
+    @property
+    def provider(self) -> Provider:
+        """The record of what this policy's upstream dialect accepts."""
+        return PROVIDERS[self.dialect]
 
     def _on(self, name: str) -> bool:
         return name in self.settings and self.settings[name].action != "off"
@@ -105,7 +116,7 @@ class Policy:
             name: s if s.action == "off" else Setting(forced, s.params)
             for name, s in self.settings.items()
         }
-        return Policy(f"{self.name}+{mode}", self.dialect, settings)
+        return Policy(f"{self.name}+{mode}", self.dialect, settings, self.pinned)
 
 
 def _preset_action(preset: str, rule: Rule) -> str:
@@ -126,7 +137,7 @@ def _override(key: str, rule: Rule, value: Any, params: dict[str, Any]) -> str:
     if action is not None and action != _R and action not in rule.actions:
         raise ValueError(f"{key}: unknown action {action!r}; allowed: {', '.join(rule.actions)}")
     for param, param_value in fields.items():
-        if param not in rule.params or param in ("dialect", "repair"):
+        if param not in rule.params or param in ("provider", "repair"):
             allowed = ", ".join(["action", *rule.params]) or "action"
             raise ValueError(f"{key}: unknown parameter {param!r}; allowed: {allowed}")
         expected = type(rule.params[param])
@@ -162,7 +173,7 @@ def build_policy(
         )
     settings = {}
     for r in RULES.values():
-        params = {**r.params, "dialect": dialect}
+        params = {**r.params, "provider": PROVIDERS[dialect]}
         action = _preset_action(preset, r)
         if r.name in overrides:
             key = f"policies.{name}.rules.{r.name}"
@@ -174,7 +185,7 @@ def build_policy(
         params["repair"] = action if action in r.repairs else r.default_repair
         _check_params(f"policies.{name}.rules.{r.name}", r, params)
         settings[r.name] = Setting(action, params)
-    return Policy(name, dialect, settings)
+    return Policy(name, dialect, settings, frozenset(overrides))
 
 
 def _check_params(key: str, rule: Rule, params: Mapping[str, Any]) -> None:
@@ -216,12 +227,17 @@ class Outcome:
         return next(f for f in self.findings if f.action == "reject")
 
 
-def apply_policy(messages: list[Message], policy: Policy) -> Outcome:
+def apply_policy(
+    messages: list[Message], policy: Policy, request: Mapping[str, Any] | None = None
+) -> Outcome:
     """Check and repair chat ``messages`` under ``policy``. Pure; never mutates its input.
 
-    A clean history comes back as the very same list object with ``changed = False``.
+    ``request`` is the parsed request body the messages came in (read, never changed): the
+    model-dependent rules read its ``model`` and ``thinking``. Without it no model is known,
+    and rules that apply to some models only find nothing. A clean history comes back as the
+    very same list object with ``changed = False``.
     """
-    return sanitize(History(messages), policy, "chat")
+    return sanitize(History(messages, request=request), policy, "chat")
 
 
 def sanitize(history: Items, policy: Policy, api: str) -> Outcome:

@@ -1,8 +1,9 @@
 """The emulators as a raw ASGI app (no framework: it is also the benchmark's fake upstream).
 
-Routes, per provider prefix (``/v1`` for openai and deepseek; ``/v1beta/openai`` and ``/v1``
-for gemini): ``POST {prefix}/chat/completions`` and ``GET {prefix}/models``; anything else is a
-404 in the provider's error shape.
+Routes, per provider prefix (`PREFIXES`: ``/v1`` for most; ``/v1beta/openai`` and ``/v1`` for
+gemini, ``/openai/v1`` and ``/v1`` for groq, ``/compatible-mode/v1`` and ``/v1`` for qwen):
+``POST {prefix}/chat/completions`` and ``GET {prefix}/models``; anything else is a 404 in the
+provider's error shape.
 
 Test knobs, as request headers on ``POST …/chat/completions``:
 
@@ -23,6 +24,7 @@ import orjson
 
 from proxy.emulator.common import Rejection
 from proxy.emulator.completion import CREATED, completion_json, plan, stream_frames
+from proxy.emulator.responses_answer import responses_reply
 from proxy.emulator.validators import PROVIDERS, forced, not_found, not_json, validate
 
 Scope = MutableMapping[str, Any]
@@ -30,12 +32,32 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-PREFIXES = {"openai": ("/v1",), "deepseek": ("/v1",), "gemini": ("/v1beta/openai", "/v1")}
+PREFIXES = {
+    "openai": ("/v1",),
+    "deepseek": ("/v1",),
+    "gemini": ("/v1beta/openai", "/v1"),
+    "kimi": ("/v1",),
+    "mistral": ("/v1",),
+    "groq": ("/openai/v1", "/v1"),
+    "xai": ("/v1",),
+    "qwen": ("/compatible-mode/v1", "/v1"),
+    "vllm": ("/v1",),
+    "ollama": ("/v1",),
+}
 MODELS = {
     "openai": ("gpt-4o", "gpt-4o-mini", "o3"),
     "deepseek": ("deepseek-chat", "deepseek-reasoner", "deepseek-v4-flash", "deepseek-r1"),
     "gemini": ("models/gemini-2.5-flash", "models/gemini-3-pro-preview"),
+    "kimi": ("kimi-k2-0905-preview", "kimi-k2-thinking", "kimi-k2.5"),
+    "mistral": ("mistral-large-latest", "mistral-small-latest", "devstral-medium-latest"),
+    "groq": ("llama-3.3-70b-versatile", "openai/gpt-oss-120b", "qwen/qwen3-32b"),
+    "xai": ("grok-4", "grok-3-mini"),
+    "qwen": ("qwen-plus", "qwen3-coder-plus", "qwq-plus"),
+    "vllm": ("Qwen/Qwen3-8B", "mistralai/Devstral-Small-2507", "google/gemma-3-27b-it"),
+    "ollama": ("llama3.2", "mistral-small3.2", "qwen3:8b"),
 }
+_OWNERS = {"openai": "system", "gemini": "google", "groq": "Meta", "qwen": "system"}
+_OWNERS |= {"kimi": "moonshot", "xai": "xai", "vllm": "vllm", "ollama": "library"}
 _JSON = b"application/json"
 _RETRY_STATUSES = (429, 503)
 
@@ -57,7 +79,7 @@ def create_emulator_app(
     chunks: int | None = None,
     received: list[ReceivedRequest] | None = None,
 ) -> EmulatorApp:
-    """A strict fake `provider` (openai, deepseek or gemini) as an ASGI app.
+    """A strict fake `provider` (one of `PROVIDERS`) as an ASGI app.
 
     `pacing_ms` spaces the SSE frames of streamed answers, `chunks` sets how many pieces the
     streamed text is cut into (one per word when None), and every request is appended to
@@ -86,6 +108,10 @@ class EmulatorApp:
         prefixes = PREFIXES[provider]
         self._chat_paths = frozenset(p + "/chat/completions" for p in prefixes)
         self._model_paths = frozenset(p + "/models" for p in prefixes)
+        # OpenAI's Responses API (validator in `responses`); other providers' are not emulated
+        self._responses_paths = frozenset(
+            p + "/responses" for p in prefixes if provider == "openai"
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -103,6 +129,8 @@ class EmulatorApp:
             self.received.append(request)
         if request.method == "POST" and request.path in self._chat_paths:
             await self._chat(request, send)
+        elif request.method == "POST" and request.path in self._responses_paths:
+            await self._responses(request, send)
         elif request.method == "GET" and request.path in self._model_paths:
             await _respond(send, 200, self._models())
         else:
@@ -130,8 +158,23 @@ class EmulatorApp:
         pacing = _float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
         await _stream(send, stream_frames(answer, chunks), pacing / 1000)
 
+    async def _responses(self, request: ReceivedRequest, send: Send) -> None:
+        status = _int_header(request.headers, "x-emulator-status")
+        if status is not None and 400 <= status <= 599:
+            await _reject(send, forced(self.provider, status))
+            return
+        chunks = _int_header(request.headers, "x-emulator-chunks") or self.chunks
+        reply = responses_reply(request.body, chunks)
+        if isinstance(reply, Rejection):
+            await _reject(send, reply)
+        elif isinstance(reply, bytes):
+            await _respond(send, 200, reply)
+        else:
+            pacing = _float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
+            await _stream(send, reply, pacing / 1000)
+
     def _models(self) -> bytes:
-        owner = {"openai": "system", "deepseek": "deepseek", "gemini": "google"}[self.provider]
+        owner = _OWNERS.get(self.provider, self.provider)
         data = [
             {"id": model, "object": "model", "created": CREATED, "owned_by": owner}
             for model in MODELS[self.provider]
@@ -182,7 +225,8 @@ def _float_header(headers: dict[str, str], name: str, default: float) -> float:
 
 
 async def _reject(send: Send, rejection: Rejection) -> None:
-    content_type = b"application/json; charset=UTF-8" if rejection.rule[0] == "G" else _JSON
+    gemini = rejection.body[:1] == b"["  # only Gemini answers an array
+    content_type = b"application/json; charset=UTF-8" if gemini else _JSON
     extra = [(b"retry-after", b"1")] if rejection.status in _RETRY_STATUSES else []
     await _respond(send, rejection.status, rejection.body, content_type, extra)
 

@@ -10,7 +10,9 @@ The same request bytes always give the same answer bytes: ids derive from a hash
 - the last message is a tool message: a text quoting the trailing tool results;
 - otherwise a text echoing the start of the last message.
 
-DeepSeek thinking models (see `deepseek.thinking_mode`) also return ``reasoning_content``.
+DeepSeek and Kimi thinking models (`deepseek.thinking_mode`, `kimi.thinking_on`) also return
+``reasoning_content``. Tool-call ids follow the provider (Mistral's 9 characters, Kimi's
+``functions.<name>:0``) so an answer replays through the same validator.
 Streams follow OpenAI's chunk format: a role chunk, the reasoning, the content (or the tool
 call's header then its ``arguments``) split into `chunks` pieces (one per word when None), a
 final chunk with ``finish_reason``, a usage chunk when ``stream_options.include_usage``, then
@@ -28,9 +30,13 @@ import orjson
 
 from proxy.emulator.deepseek import thinking_mode
 from proxy.emulator.gemini import is_gemini_3
+from proxy.emulator.kimi import thinking_on
 
 CREATED = 1735689600  # fixed so answers are byte-for-byte reproducible
 DEFAULT_MODELS = {"openai": "gpt-4o", "deepseek": "deepseek-chat", "gemini": "gemini-2.5-flash"}
+DEFAULT_MODELS |= {"kimi": "kimi-k2-0905-preview", "mistral": "mistral-large-latest"}
+DEFAULT_MODELS |= {"groq": "llama-3.3-70b-versatile", "xai": "grok-4", "qwen": "qwen-plus"}
+DEFAULT_MODELS |= {"vllm": "Qwen/Qwen3-8B", "ollama": "llama3.2"}
 _REASONING = "Emulated reasoning: the request is valid."
 
 
@@ -70,6 +76,7 @@ def plan(provider: str, body: dict[str, Any], raw: bytes) -> Answer:
     tool = _chosen_tool(body) if messages[-1].get("role") == "user" else None
     call = _tool_call(provider, model, tool, digest) if tool else None
     thinking = provider == "deepseek" and thinking_mode(body) != "plain"
+    thinking = thinking or (provider == "kimi" and thinking_on(body))
     options = body.get("stream_options")
     return Answer(
         provider=provider,
@@ -175,9 +182,8 @@ def _tool_name(tool: Any) -> str | None:
 
 
 def _tool_call(provider: str, model: str, name: str, digest: str) -> dict[str, Any]:
-    prefix = "call_00_" if provider == "deepseek" else "call_"
     call: dict[str, Any] = {
-        "id": prefix + digest,
+        "id": _call_id(provider, model, name, digest),
         "type": "function",
         "function": {"name": name, "arguments": "{}"},
     }
@@ -185,6 +191,15 @@ def _tool_call(provider: str, model: str, name: str, digest: str) -> dict[str, A
         signature = base64.b64encode(b"emulator-signature:" + digest.encode()).decode()
         call["extra_content"] = {"google": {"thought_signature": signature}}
     return call
+
+
+def _call_id(provider: str, model: str, name: str, digest: str) -> str:
+    """An id in the provider's own format, so the answer replays through its validator."""
+    if provider == "mistral" or (provider == "vllm" and "stral" in model.lower()):
+        return digest[:9]  # Mistral's 9 alphanumeric characters (provider-rules.md §4)
+    if provider == "kimi":
+        return f"functions.{name}:0"  # Kimi's own id shape (langchain-ai/langchain PR#37756)
+    return ("call_00_" if provider == "deepseek" else "call_") + digest
 
 
 def _text(provider: str, messages: list[dict[str, Any]]) -> str:

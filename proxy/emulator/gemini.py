@@ -1,13 +1,15 @@
 """Strict emulation of Gemini's OpenAI-compatible `/v1beta/openai/chat/completions` validation.
 
 Rows implemented (provider-rules.md §3): G1 (+ G2 current turn, G3 dummy signatures), G6, G7,
-G8, G9, G11, G12, G13, G14. Errors are Gemini's one-element array
-``[{"error": {"code": 400, "message": ..., "status": "INVALID_ARGUMENT"}}]``.
+G8, G9, G11, G12, G14, and seed 002 (a tool message's ``content`` must be a string). G13:
+``name`` on tool messages is accepted, not required (Google's examples send it; only its
+absence as the cause of a 400 was reported, and seed 002's fix removed it). Errors are Gemini's
+one-element array ``[{"error": {"code": 400, "message": ..., "status": "INVALID_ARGUMENT"}}]``.
 
 Order, as Gemini sees a request: the JSON payload is mapped onto Google's request message first
 (a non-object root, then unknown top-level fields, G14, in key order); then the compat layer
-translates every message in order (G9 ``content: null``, G13 tool message without ``name``,
-and the structural checks below); then the native validator walks the resulting contents in
+translates every message in order (G9 ``content: null``, seed 002 tool content that is no
+string, and the structural checks below); then the native validator walks the resulting contents in
 order, checking for each message: G11 (empty text), G12 (no parts), then the turn rules G8 (a
 tool message not answering a function-call turn), G7 (response count differs from the call
 count, also for a call turn left unanswered at the very end), G6 (a call turn not right after a
@@ -122,8 +124,8 @@ def _translate(msg: Any) -> Rejection | None:
         found = gemini_rejection("G-schema", GENERIC)
     else:
         found = None
-    if found is None and role == "tool" and not _named(msg):
-        found = gemini_rejection("G13", GENERIC)
+    if found is None and role == "tool" and isinstance(msg.get("content"), list):
+        found = gemini_rejection("G-schema", GENERIC)  # seed 002; the wording is the generic one
     if found is None and role == "assistant" and not _valid_calls(msg.get("tool_calls")):
         found = gemini_rejection("G-schema", GENERIC)
     return found
@@ -139,11 +141,6 @@ def _content(content: Any) -> Rejection | None:
     if isinstance(content, list) and not all(_valid_part(part) for part in content):
         return gemini_rejection("G-schema", GENERIC)
     return None
-
-
-def _named(msg: dict[str, Any]) -> bool:
-    name = msg.get("name")
-    return isinstance(name, str) and bool(name)
 
 
 def _valid_part(part: Any) -> bool:

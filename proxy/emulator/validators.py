@@ -1,4 +1,6 @@
-"""One entry point over the three validators, and the providers' canned non-validation errors.
+"""One entry point over the validators, and the providers' canned non-validation errors.
+
+The seven second-tier emulators (`SECOND_TIER`) bring their canned texts as a `tier2.Dialect`.
 
 `validate(provider, body)` never raises on a JSON value: every provider validator type-checks
 before it indexes, and the semantic passes only run on schema-valid messages.
@@ -9,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from proxy.emulator import deepseek, gemini, openai
+from proxy.emulator import deepseek, gemini, groq, kimi, mistral, ollama, openai, qwen, vllm, xai
 from proxy.emulator.common import (
     Rejection,
     deepseek_rejection,
     gemini_rejection,
     openai_rejection,
 )
+from proxy.emulator.tier2 import Dialect
 
 Validator = Callable[[Any, bytes | None], Rejection | None]
 
@@ -24,6 +27,16 @@ VALIDATORS: dict[str, Validator] = {
     "deepseek": deepseek.validate,
     "gemini": gemini.validate,
 }
+SECOND_TIER: dict[str, Dialect] = {
+    "kimi": kimi.DIALECT,
+    "mistral": mistral.DIALECT,
+    "groq": groq.DIALECT,
+    "xai": xai.DIALECT,
+    "qwen": qwen.DIALECT,
+    "vllm": vllm.DIALECT,
+    "ollama": ollama.DIALECT,
+}
+VALIDATORS.update((name, dialect.validate) for name, dialect in SECOND_TIER.items())
 PROVIDERS = tuple(VALIDATORS)
 
 _OPENAI_FORCED = {
@@ -78,6 +91,9 @@ def validate(provider: str, body: Any, *, raw: bytes | None = None) -> Rejection
 
 def not_json(provider: str, line: int = 1, column: int = 1) -> Rejection:
     """The provider's 400 for a body that is not JSON (`line`/`column` of the parse error)."""
+    if provider in SECOND_TIER:
+        dialect = SECOND_TIER[provider]
+        return dialect.reject(f"{dialect.prefix}-json", dialect.not_json, 400)
     if provider == "openai":
         return openai.not_json()
     if provider == "deepseek":
@@ -87,6 +103,8 @@ def not_json(provider: str, line: int = 1, column: int = 1) -> Rejection:
 
 def not_found(provider: str, method: str, path: str) -> Rejection:
     """The provider's 404 for an unknown path."""
+    if provider in SECOND_TIER:
+        return SECOND_TIER[provider].path_rejection(method, path)
     if provider == "openai":
         return openai_rejection("O-404", f"Invalid URL ({method} {path})", status=404)
     if provider == "deepseek":
@@ -96,6 +114,8 @@ def not_found(provider: str, method: str, path: str) -> Rejection:
 
 def forced(provider: str, status: int) -> Rejection:
     """The error a provider sends with this status (the ``x-emulator-status`` knob)."""
+    if provider in SECOND_TIER:
+        return SECOND_TIER[provider].forced_rejection(status)
     rule = f"{provider[0].upper()}-{status}"
     if provider == "openai":
         default = ("Emulated error.", _openai_type(status), None)

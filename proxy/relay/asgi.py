@@ -6,11 +6,8 @@ import asyncio
 
 from starlette.types import Message, Receive, Scope, Send
 
-from proxy.errors import BadRequestBody, ProxyError, RequestTimeout, UpstreamError
+from proxy.errors import BadRequestBody, ProxyError, RequestTimeout, UpstreamError, render
 from proxy.relay.base import RawHeaders, UpstreamResponse
-
-_JSON = (b"content-type", b"application/json")
-_CLOSE = (b"connection", b"close")
 
 #: Scope key set once the response has started (the app's error handler must not answer then).
 RESPONSE_STARTED = "toolcall_guard.response_started"
@@ -72,11 +69,8 @@ async def start_response(scope: Scope, send: Send, status: int, headers: RawHead
 
 async def send_error(send: Send, error: ProxyError, headers: RawHeaders) -> None:
     """Answer with the proxy's own error, in the OpenAI error shape."""
-    body = error.body()
-    headers = [_JSON, (b"content-length", str(len(body)).encode()), *headers]
-    if error.status == 408:  # the rest of a slow body is not worth waiting for: hang up
-        headers.append(_CLOSE)
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    status, own, body = render(error)
+    await send({"type": "http.response.start", "status": status, "headers": [*own, *headers]})
     await send({"type": "http.response.body", "body": body})
 
 

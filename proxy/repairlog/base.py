@@ -38,9 +38,11 @@ SCALAR_FIELDS = (
     "duration_ms",
     "sanitize_ms",
     "upstream_ms",
+    "status",
+    "proxy_error",
 )
 SUMMARY_JSON_FIELDS = ("rules", "findings")
-BODY_FIELDS = ("upstream_error", "received", "forwarded")
+BODY_FIELDS = ("upstream_error", "received", "forwarded", "attempts")
 SUMMARY_FIELDS = SCALAR_FIELDS + SUMMARY_JSON_FIELDS
 ALL_FIELDS = SUMMARY_FIELDS + BODY_FIELDS
 

@@ -38,7 +38,19 @@ def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
         if record.forwarded is None
         else transform(_without_secrets(record.forwarded)),
         upstream_error=truncate(record.upstream_error, max_error_bytes),
+        attempts=None
+        if record.attempts is None
+        else [_attempt(a, transform, max_error_bytes) for a in record.attempts],
     )
+
+
+def _attempt(attempt: dict[str, Any], transform: Any, max_error_bytes: int) -> dict[str, Any]:
+    """One attempt of a retried request, its body and error kept as ``mode`` keeps them."""
+    return {
+        **attempt,
+        "forwarded": transform(_without_secrets(attempt.get("forwarded"))),
+        "upstream_error": truncate(attempt.get("upstream_error"), max_error_bytes),
+    }
 
 
 def truncate(text: str | None, max_bytes: int) -> str | None:

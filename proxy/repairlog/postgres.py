@@ -37,7 +37,7 @@ def _ts(moment: datetime) -> datetime:
 
 
 DIALECT = Dialect("postgres", "%s", _ts, lambda column: f"{column}::text AS {column[2:]}")
-JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded"})
+JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded", "attempts"})
 _VALUES = ", ".join("%s::json" if name in JSON_COLUMNS else "%s" for name in ALL_FIELDS)
 INSERT = f"INSERT INTO records ({', '.join(ALL_FIELDS)}) VALUES ({_VALUES}) ON CONFLICT DO NOTHING"
 INSERT_RULE = "INSERT INTO record_rules VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"

@@ -44,6 +44,11 @@ class Record:
     sanitize_ms: float | None = None
     upstream_ms: float | None = None  # until the upstream's response headers
     request_id: str | None = None
+    status: int | None = None  # the status the client got (the proxy's own 502, 504, 400…)
+    proxy_error: str | None = None  # the proxy's error code when the proxy answered itself
+    #: Each request sent upstream, when a refusal was repaired and retried (else None):
+    #: ``{forwarded, upstream_status, upstream_error, upstream_error_kind, retried_rule}``.
+    attempts: list[dict[str, Any]] | None = None
     id: str = field(default_factory=new_record_id)
     created_at: datetime = field(default_factory=utcnow)
     #: Bytes of the request bodies it holds, for the writer's memory bound; not stored.

@@ -32,11 +32,14 @@ def record_row(
         record.duration_ms,
         record.sanitize_ms,
         record.upstream_ms,
+        record.status,
+        record.proxy_error,
         blob(dumps(rule_counts(record.findings))),
         blob(dumps(record.findings)),
         record.upstream_error,
         json(record.received),
         json(record.forwarded),
+        json(record.attempts),
     )
 
 

@@ -45,7 +45,7 @@ INSERT = f"INSERT OR IGNORE INTO records ({', '.join(ALL_FIELDS)}) VALUES "
 INSERT_RULE = "INSERT OR IGNORE INTO record_rules VALUES "
 #: Bound parameters per statement: SQLite's historic minimum limit (SQLITE_MAX_VARIABLE_NUMBER).
 MAX_VARIABLES = 999
-JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded"})
+JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded", "attempts"})
 
 
 def _insert_many(conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, ...]]) -> None:

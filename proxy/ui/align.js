@@ -4,6 +4,8 @@
 // role alone, so that a salvaged tool result lines up with the user message it became and a
 // synthesized result shows as added. A 10,000-message history aligns in milliseconds.
 
+import { callIds, callNames, kindOf, textOf } from "./items.js";
+
 // Canonical JSON (sorted keys) so that key order never reads as a change.
 export function canon(value) {
   if (Array.isArray(value)) return `[${value.map(canon).join(",")}]`;
@@ -173,39 +175,16 @@ function kept(trace, n, m, offset) {
   return pairs.reverse();
 }
 
-function callIds(message) {
-  const ids = new Set();
-  if (!message || typeof message !== "object") return ids;
-  if (typeof message.tool_call_id === "string") ids.add(message.tool_call_id);
-  for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
-    if (call && typeof call.id === "string") ids.add(call.id);
-  }
-  return ids;
-}
-
-function textOf(message) {
-  const content = message && typeof message === "object" ? message.content : null;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((p) => (p && typeof p.text === "string" ? p.text : "")).join("");
-  }
-  return "";
-}
-
-function callNames(message) {
-  const calls = message && Array.isArray(message.tool_calls) ? message.tool_calls : [];
-  return calls.map((c) => String(c?.function?.name ?? "")).join("\n");
-}
-
-// The same message after a repair: it shares a tool call id, or its text (a salvaged tool
-// result keeps its text inside a user message), or the names of its calls (remapped ids), or
-// it is an empty message of the same role.
+// The same message after a repair: its text is kept (a salvaged tool result keeps its text
+// inside a user message), or it is of the same kind (role, or Responses item type) and shares a
+// call id, or the names of its calls (remapped ids), or both are empty.
 export function related(a, b) {
-  const ids = callIds(a);
-  for (const id of callIds(b)) if (ids.has(id)) return true;
   const [ta, tb] = [textOf(a), textOf(b)];
   if (ta && tb && (ta === tb || (ta.length >= 8 && tb.includes(ta)))) return true;
-  if (a?.role !== b?.role) return false;
+  // A call and its output share an id but are never the same item.
+  if (kindOf(a) !== kindOf(b)) return false;
+  const ids = callIds(a);
+  for (const id of callIds(b)) if (ids.has(id)) return true;
   const names = callNames(a);
   if (names && names === callNames(b)) return true;
   return !ta && !tb && !ids.size && !callIds(b).size;

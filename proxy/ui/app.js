@@ -73,7 +73,9 @@ function showListView(params) {
 
 function errorBox(err, id) {
   const text = err instanceof ApiError && err.status === 404
-    ? "There is no record with this id (it may have been removed by retention)."
+    // Records are readable as soon as the proxy answers, so a 404 means this id was never
+    // recorded here (a clean request gets no record), not that it is still being written.
+    ? "There is no record with this id in this proxy's repair log."
     : `Could not load the record: ${err.message}`;
   return h("div", { className: "error-box" },
     h("p", {}, text), h("p", { className: "mono muted" }, id),

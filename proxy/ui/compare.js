@@ -1,70 +1,86 @@
-// The received and forwarded messages side by side, aligned message by message, with removed,
-// added and changed messages and fields marked, and each finding pinned to its message/field.
+// The received and forwarded history side by side (chat messages or Responses input items),
+// aligned item by item, with removed, added, salvaged and changed items and fields marked, each
+// finding pinned to its item/field, and each item the proxy added labelled with its rule.
 
-import { h } from "./dom.js";
+import { actionKind, findingTag, h } from "./dom.js";
 import { align } from "./align.js";
-import { MISSING, messagePath, nodeFor, tree } from "./tree.js";
+import { historyKey, historyOf, itemLabel, itemPath, kindOf, preview } from "./items.js";
+import { explain } from "./provenance.js";
+import { MISSING, nodeFor, tree } from "./tree.js";
 
-const FOLD_AT = 3; // runs of this many untouched messages collapse into one line
+const FOLD_AT = 3; // runs of this many untouched items collapse into one line
 
+// The record's history section.
 export function compare(record) {
-  const received = messagesOf(record.received);
-  const forwarded = record.forwarded == null ? null : messagesOf(record.forwarded);
-  const { byMessage } = groupFindings(record.findings);
-  const section = h("section", { className: "compare" }, h("h2", {}, "Messages"));
+  return comparison({ title: null, before: record.received, after: record.forwarded,
+    findings: record.findings, rejected: record.outcome === "rejected" });
+}
+
+// {title, heading, sides, before, after, findings, rejected, prefix, note}: `sides` names the
+// two columns; `prefix` keeps row ids unique when a page shows several comparisons; `note` (a
+// finding-like tag) labels changed rows no finding explains (the rule a retry applied).
+export function comparison(opts) {
+  const { before, after } = opts;
+  const received = historyOf(before);
+  const forwarded = after == null ? null : historyOf(after);
+  const noun = (received?.key ?? historyKey(before)) === "input" ? "items" : "messages";
+  const section = h("section", { className: "compare" },
+    h(opts.heading || "h2", {}, opts.title ?? (noun === "items" ? "Input items" : "Messages")));
   if (!received) {
-    section.append(h("p", { className: "muted" }, "The request's messages were not captured."));
+    section.append(h("p", { className: "muted" }, typeof before?.input === "string"
+      ? "The input is a plain string: there is no item history to check."
+      : `The request's ${noun} were not captured.`));
     return section;
   }
-  const fields = bodyFields(record);
-  let ops = forwarded ? align(received, forwarded) : null;
+  const ctx = { received: received.items, forwarded: forwarded ? forwarded.items : [],
+    byItem: groupFindings(opts.findings).byItem, prefix: opts.prefix || "", note: opts.note };
+  const count = (items) => `${items.length} ${noun}`;
+  const sides = opts.sides || ["Received", "Forwarded"];
+  let ops = forwarded ? align(ctx.received, ctx.forwarded) : null;
   if (ops && ops.every((o) => o.kind === "same")) {
-    // Nothing changed (a warned or upstream-rejected record): the messages are the story.
-    section.append(h("p", { className: "col-head" },
-      `Forwarded unchanged · ${received.length} messages`));
+    // Nothing changed (a warned or upstream-rejected record): the items are the story.
+    section.append(h("p", { className: "col-head" }, `Forwarded unchanged · ${count(ctx.received)}`));
     ops = ops.map((o) => ({ ...o, kind: "sent" }));
   } else if (ops) {
     section.append(h("div", { className: "cols heads" },
-      h("div", { className: "col-head" }, `Received · ${received.length} messages`),
-      h("div", { className: "col-head" }, `Forwarded · ${forwarded.length} messages`)));
+      h("div", { className: "col-head" }, `${sides[0]} · ${count(ctx.received)}`),
+      h("div", { className: "col-head" }, `${sides[1]} · ${count(ctx.forwarded)}`)));
+    ops = explain(ops, ctx.received, ctx.forwarded, ctx.byItem);
   } else {
-    section.append(h("p", { className: "col-head" }, `Received · ${received.length} messages · `,
-      record.outcome === "rejected" ? "not forwarded: the proxy rejected this request"
+    section.append(h("p", { className: "col-head" }, `Received · ${count(ctx.received)} · `,
+      opts.rejected ? "not forwarded: the proxy rejected this request"
         : "the forwarded body was not recorded"));
-    ops = received.map((_, i) => ({ kind: "unsent", left: i, right: null }));
+    ops = ctx.received.map((_, i) => ({ kind: "unsent", left: i, right: null }));
   }
+  const fields = bodyFields(before, after, received.key);
   if (fields) section.append(fields);
-  section.append(...rows(ops, received, forwarded || [], byMessage));
+  section.append(...rows(ops, ctx));
   return section;
 }
 
-function messagesOf(body) {
-  return body && Array.isArray(body.messages) ? body.messages : null;
-}
-
 export function groupFindings(findings) {
-  const byMessage = new Map();
+  const byItem = new Map();
   const general = [];
   for (const finding of findings || []) {
-    const where = messagePath(finding.path);
+    const where = itemPath(finding.path);
     if (!where) {
       general.push(finding);
       continue;
     }
-    if (!byMessage.has(where.index)) byMessage.set(where.index, []);
-    byMessage.get(where.index).push({ ...finding, rest: where.rest });
+    if (!byItem.has(where.index)) byItem.set(where.index, []);
+    byItem.get(where.index).push({ ...finding, rest: where.rest });
   }
-  return { byMessage, general };
+  return { byItem, general };
 }
 
 // The request's other fields (model, tools, …) when the proxy changed any of them.
-function bodyFields(record) {
+function bodyFields(before, after, key) {
   const strip = (body) => {
     if (!body || typeof body !== "object") return null;
-    const { messages: _, ...rest } = body;
+    const { [key]: _, ...rest } = body;
     return rest;
   };
-  const [mine, theirs] = [strip(record.received), strip(record.forwarded)];
+  const [mine, theirs] = [strip(before), strip(after)];
   if (!mine || !theirs || JSON.stringify(mine) === JSON.stringify(theirs)) return null;
   return h("div", { className: "mrow kind-changed" },
     h("div", { className: "mrow-head" }, h("span", { className: "kind" }, "request fields")),
@@ -72,97 +88,115 @@ function bodyFields(record) {
       h("div", { className: "cell" }, tree(theirs, mine, "right").element)));
 }
 
-function rows(ops, received, forwarded, byMessage) {
+function rows(ops, ctx) {
   const out = [];
   let run = [];
   const flush = () => {
-    if (run.length >= FOLD_AT) out.push(fold(run, received));
-    else out.push(...run.map((o) => sameRow(o, received)));
+    if (run.length >= FOLD_AT) out.push(fold(run, ctx.received));
+    else out.push(...run.map((o) => sameRow(o, ctx.received)));
     run = [];
   };
   for (const o of ops) {
-    const pins = o.left === null ? [] : byMessage.get(o.left) || [];
+    const pins = o.left === null ? [] : ctx.byItem.get(o.left) || [];
     if (o.kind === "same" && !pins.length) {
       run.push(o);
       continue;
     }
     flush();
-    out.push(changedRow(o, received, forwarded, pins));
+    out.push(changedRow(o, ctx, pins));
   }
   flush();
   return out;
 }
 
-function label(message, index) {
-  const role = message && typeof message === "object" ? String(message.role ?? "?") : "?";
-  return `#${index} ${role}`;
-}
-
-function preview(message) {
-  if (!message || typeof message !== "object") return "";
-  if (typeof message.content === "string" && message.content) {
-    return message.content.replace(/\s+/g, " ").slice(0, 120);
-  }
-  const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
-  const names = calls.map((c) => c?.function?.name).filter((n) => typeof n === "string");
-  return names.length ? `calls ${names.join(", ")}` : "";
-}
-
 function sameRow(o, received) {
-  const message = received[o.left];
+  const item = received[o.left];
   const where = o.left === o.right ? `#${o.left}` : `#${o.left} → #${o.right}`;
   return h("details", { className: "mrow kind-same", "data-left": o.left, "data-right": o.right },
     h("summary", {}, h("span", { className: "kind" }, "unchanged"), " ",
-      h("span", { className: "where" }, where, " ", String(message?.role ?? "?")), " ",
-      h("span", { className: "preview" }, preview(message))),
-    h("div", { className: "cell" }, tree(message, message, "left").element));
+      h("span", { className: "where" }, where, " ", kindOf(item)), " ",
+      h("span", { className: "preview" }, preview(item))),
+    h("div", { className: "cell" }, tree(item, item, "left").element));
 }
 
 function fold(run, received) {
   const first = run[0].left;
   const last = run[run.length - 1].left;
   const button = h("button", { type: "button", className: "fold" },
-    `${run.length} unchanged messages (#${first}–#${last}) · show`);
+    `${run.length} unchanged (#${first}–#${last}) · show`);
   button.addEventListener("click", () => button.replaceWith(...run.map((o) => sameRow(o, received))));
   return button;
 }
 
 const KIND_LABEL = {
   same: "flagged", changed: "changed", removed: "removed", added: "added", unsent: "received",
-  sent: "sent",
+  sent: "sent", salvaged: "salvaged",
 };
 
-function changedRow(o, received, forwarded, pins) {
-  const mine = o.left === null ? MISSING : received[o.left];
-  const theirs = o.right === null ? MISSING : forwarded[o.right];
+function changedRow(o, ctx, pins) {
+  const mine = o.left === null ? MISSING : ctx.received[o.left];
+  const theirs = o.right === null ? MISSING : ctx.forwarded[o.right];
+  const id = o.left === null ? `${ctx.prefix}fwd-${o.right}` : `${ctx.prefix}msg-${o.left}`;
   const row = h("div", { className: `mrow kind-${o.kind}`, "data-left": o.left ?? undefined,
-    "data-right": o.right ?? undefined, id: o.left === null ? undefined : `msg-${o.left}` },
+    "data-right": o.right ?? undefined, id },
   h("div", { className: "mrow-head" }, h("span", { className: "kind" }, KIND_LABEL[o.kind]),
-    pins.map(pinTag)));
+    headTags(o, pins, ctx)));
   const left = mine === MISSING
     ? h("div", { className: "cell placeholder" }, "— added by the proxy —")
-    : card(mine, theirs, "left", label(mine, o.left), pins);
+    : card(mine, theirs, "left", itemLabel(mine, o.left), pins);
   const right = o.kind === "unsent" || o.kind === "sent" ? null : theirs === MISSING
-    ? h("div", { className: "cell placeholder" }, "— removed by the proxy —")
-    : card(theirs, mine, "right", label(theirs, o.right), []);
+    ? gone(o, row, ctx)
+    : card(theirs, mine, "right", itemLabel(theirs, o.right), []);
   row.append(h("div", { className: `cols${right ? "" : " single"}` }, left, right));
   return row;
 }
 
-function pinTag(finding) {
-  return h("span", { className: "pin-note" }, h("span", { className: "rule" }, finding.rule),
-    " ", h("span", { className: "action" }, finding.action), " ",
-    h("span", { className: "detail" }, finding.detail));
+// The findings that explain a row: pinned to its received item, or (for an added item) those
+// that made it; else the comparison's note for a changed row.
+function headTags(o, pins, ctx) {
+  const tags = (pins.length ? pins : o.because || []).map(findingTag);
+  if (o.from?.length) {
+    tags.push(h("span", { className: "muted" }, `holds the text of ${o.from.map((i) => `#${i}`)
+      .join(", ")}`));
+  }
+  if (!tags.length && ctx.note && o.kind !== "sent" && o.kind !== "unsent") {
+    tags.push(findingTag(ctx.note));
+  }
+  return tags;
 }
 
-function card(message, other, side, title, pins) {
-  const { element, nodes } = tree(message, other, side);
+// The right side of an item with no forwarded counterpart: removed, or salvaged elsewhere.
+function gone(o, row, ctx) {
+  if (o.kind !== "salvaged") {
+    return h("div", { className: "cell placeholder" }, "— removed by the proxy —");
+  }
+  const target = ctx.forwarded[o.into];
+  const link = h("button", { type: "button", className: "link mono", onclick: () => {
+    const section = row.closest(".compare");
+    flash(section?.querySelector(`.mrow[data-right="${o.into}"]`));
+  } }, `#${o.into} ${kindOf(target)}`);
+  return h("div", { className: "cell placeholder salvaged-into" },
+    "— salvaged: its text was moved into ", link, " —");
+}
+
+export function flash(row) {
+  if (!row) return;
+  row.scrollIntoView({ behavior: "smooth", block: "center" });
+  row.classList.remove("flash");
+  void row.offsetWidth; // restart the animation
+  row.classList.add("flash");
+}
+
+function card(item, other, side, title, pins) {
+  const { element, nodes } = tree(item, other, side);
   for (const finding of pins) {
     const node = nodeFor(nodes, finding.rest);
     node.classList.add("pinned");
     const target = node.querySelector(":scope > .line") || node;
-    target.prepend(h("span", { className: "pin", title: finding.detail }, finding.rule));
+    target.prepend(h("span", { className: `pin pin-${actionKind(finding.action)}`,
+      title: finding.detail }, finding.rule));
   }
   return h("div", { className: `cell side-${side}` }, h("div", { className: "card-head" }, title),
     element);
 }
+

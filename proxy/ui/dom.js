@@ -43,6 +43,32 @@ export function badge(outcome) {
   return h("span", { className: `badge badge-${known}` }, String(outcome ?? "?").replace("_", " "));
 }
 
+// Reject red, warn yellow, any repair green: the same colours wherever an action is shown.
+export function actionKind(action) {
+  return action === "reject" || action === "warn" ? action : "repair";
+}
+
+export function actionTag(action) {
+  return h("span", { className: `action action-${actionKind(action)}` }, String(action ?? ""));
+}
+
+// "rule action detail", as findings are shown in message headers.
+export function findingTag(finding) {
+  return h("span", { className: `pin-note note-${actionKind(finding.action)}` },
+    h("span", { className: "rule" }, String(finding.rule ?? "")), " ", actionTag(finding.action),
+    finding.detail ? [" ", h("span", { className: "detail" }, String(finding.detail))] : null);
+}
+
+// An upstream's error body, pretty-printed when it is JSON, else as received (an HTML page).
+export function prettyError(body) {
+  const text = String(body);
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
 const pad = (n) => String(n).padStart(2, "0");
 
 // Local time, short when it is today; the full ISO string goes into the title.

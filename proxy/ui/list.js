@@ -2,7 +2,7 @@
 // Pages come from the cursor API, so a 100,000-record log is never fetched whole.
 
 import { ApiError, getJSON } from "./api.js";
-import { badge, duration, h, ruleCounts, timeLabel } from "./dom.js";
+import { actionKind, badge, duration, h, ruleCounts, timeLabel } from "./dom.js";
 import { filterForm, rangeBounds } from "./filters.js";
 import { statsPanel } from "./stats.js";
 
@@ -66,9 +66,10 @@ class RecordList {
       this.more);
   }
 
-  query() {
+  // The filters and time bounds; the stats panel counts what they match.
+  filters() {
     const { upstream, model, outcome, rule } = this.params;
-    return { upstream, model, outcome, rule, ...rangeBounds(this.params), limit: PAGE };
+    return { upstream, model, outcome, rule, ...rangeBounds(this.params) };
   }
 
   async reload() {
@@ -78,7 +79,7 @@ class RecordList {
     this.rows.replaceChildren();
     this.more.hidden = true;
     this.say("Loading…");
-    this.stats.load(rangeBounds(this.params).since);
+    this.stats.load(this.filters());
     const page = await this.fetchPage(generation, null);
     if (page) this.append(page.data, page.next_cursor);
   }
@@ -93,7 +94,7 @@ class RecordList {
   // The page, or null when it failed or the filters changed meanwhile.
   async fetchPage(generation, cursor) {
     try {
-      const page = await getJSON("/repairs", { ...this.query(), cursor });
+      const page = await getJSON("/repairs", { ...this.filters(), limit: PAGE, cursor });
       return generation === this.generation ? page : null;
     } catch (err) {
       if (generation === this.generation) this.fail(err);
@@ -131,7 +132,7 @@ class RecordList {
     }
     this.prepend(fresh);
     this.footer();
-    this.stats.load(rangeBounds(this.params).since);
+    this.stats.load(this.filters());
   }
 
   prepend(records) {
@@ -180,11 +181,26 @@ function headRow() {
       h("span", { className: `c-${c}` }, c)));
 }
 
+const SEVERITY = ["repair", "warn", "reject"];
+
+// Each rule's strongest action in the record, for its chip's colour.
+function actionsByRule(findings) {
+  const worst = new Map();
+  for (const f of Array.isArray(findings) ? findings : []) {
+    const kind = actionKind(f?.action);
+    if (SEVERITY.indexOf(kind) >= SEVERITY.indexOf(worst.get(f.rule) ?? "repair")) {
+      worst.set(f.rule, kind);
+    }
+  }
+  return worst;
+}
+
 function row(r) {
   const counts = r.rules && typeof r.rules === "object" ? Object.entries(r.rules)
     : [...ruleCounts(r.findings)];
-  const rules = counts.map(([rule, n]) =>
-    h("span", { className: "chip" }, n > 1 ? `${rule} ×${n}` : rule));
+  const actions = actionsByRule(r.findings);
+  const rules = counts.map(([rule, n]) => h("span", {
+    className: `chip chip-${actions.get(rule) ?? "repair"}` }, n > 1 ? `${rule} ×${n}` : rule));
   const status = [r.upstream_status, r.upstream_error_kind].filter((v) => v != null).join(" ");
   return h("a", { className: "row", href: `#/r/${encodeURIComponent(r.id)}`, "data-id": r.id },
     h("span", { className: "c-time" }, timeLabel(r.created_at)),
@@ -192,6 +208,9 @@ function row(r) {
     h("span", { className: "c-upstream" }, String(r.upstream ?? "")),
     h("span", { className: "c-model mono" }, String(r.model ?? "—")),
     h("span", { className: "c-rules" }, rules),
-    h("span", { className: "c-status", title: status || undefined }, status),
+    h("span", { className: "c-status", title: status || undefined },
+      r.upstream_status == null ? null : h("span", { className: "code" }, String(r.upstream_status)),
+      r.upstream_error_kind == null ? null
+        : h("span", { className: "err-kind" }, String(r.upstream_error_kind))),
     h("span", { className: "c-duration" }, duration(r.duration_ms)));
 }

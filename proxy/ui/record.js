@@ -1,19 +1,23 @@
 // One record: what came in, what went out, why, and how to reproduce it locally.
 
 import { getJSON } from "./api.js";
-import { badge, copyButton, duration, h, timeLabel } from "./dom.js";
-import { compare, groupFindings } from "./compare.js";
+import { actionTag, badge, copyButton, duration, h, prettyError, timeLabel } from "./dom.js";
+import { attemptsSection } from "./attempts.js";
+import { compare, flash, groupFindings } from "./compare.js";
+import { itemPath } from "./items.js";
 
 // The record page's nodes (the caller places them if the user has not moved on meanwhile).
 export async function recordPage(id, backHref) {
   const record = await getJSON(`/repairs/${encodeURIComponent(id)}`);
+  // A retried request shows each attempt (with its own upstream error) instead of one diff.
+  const attempts = attemptsSection(record);
   return [
     h("nav", { className: "crumbs" }, h("a", { href: backHref }, "← All records")),
     header(record),
-    upstreamError(record),
+    attempts ? null : upstreamError(record),
     findingsList(record),
     reproduce(record),
-    compare(record),
+    attempts || compare(record),
   ].filter(Boolean);
 }
 
@@ -25,6 +29,7 @@ function header(record) {
     ["path", record.path],
     ["stream", record.stream ? "yes" : "no"],
     ["upstream status", record.upstream_status ?? "—"],
+    ["retried", retriedWith(record)],
     ["error kind", record.upstream_error_kind],
     ["duration", duration(record.duration_ms)],
     ["request id", record.request_id],
@@ -35,14 +40,15 @@ function header(record) {
       meta.map(([key, value]) => h("div", {}, h("dt", {}, key), h("dd", {}, value)))));
 }
 
+function retriedWith(record) {
+  const attempts = Array.isArray(record.attempts) ? record.attempts : [];
+  const rules = attempts.map((a) => a?.retried_rule).filter((r) => typeof r === "string");
+  return rules.length ? rules.join(", ") : null;
+}
+
 function upstreamError(record) {
   if (record.upstream_error == null) return null;
-  let text = String(record.upstream_error);
-  try {
-    text = JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    // Not JSON (a proxy's HTML page, plain text): shown as received.
-  }
+  const text = prettyError(record.upstream_error);
   return h("section", { className: "upstream-error" },
     h("h2", {}, `Upstream error${record.upstream_status ? ` (${record.upstream_status})` : ""}`),
     h("pre", { className: "mono" }, text));
@@ -56,26 +62,16 @@ function findingsList(record) {
     h("h2", {}, `Findings · ${findings.length}`),
     h("ul", {}, findings.map((f) => h("li", {},
       h("span", { className: "rule" }, f.rule), " ",
-      h("span", { className: `action action-${safeClass(f.action)}` }, f.action), " ",
+      actionTag(f.action), " ",
       general.includes(f) ? h("code", {}, f.path) : jump(f.path), " ",
       h("span", { className: "detail" }, f.detail)))));
 }
 
-function safeClass(text) {
-  return String(text).replace(/[^a-z_]/g, "");
-}
-
-// Scrolls to the message row a finding is pinned to.
+// Scrolls to the item row a finding is pinned to.
 function jump(path) {
-  const index = /^messages\[(\d+)\]/.exec(path)[1];
-  return h("button", { type: "button", className: "link mono", onclick: () => {
-    const row = document.getElementById(`msg-${index}`);
-    if (!row) return;
-    row.scrollIntoView({ behavior: "smooth", block: "center" });
-    row.classList.remove("flash");
-    void row.offsetWidth; // restart the animation
-    row.classList.add("flash");
-  } }, path);
+  const { index } = itemPath(path);
+  return h("button", { type: "button", className: "link mono",
+    onclick: () => flash(document.getElementById(`msg-${index}`)) }, path);
 }
 
 // Shell-quotes a word for the copied command line.

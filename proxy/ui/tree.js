@@ -95,13 +95,6 @@ function scalar(value) {
   return h("span", {}, span, more);
 }
 
-// "messages[3].tool_calls[0].id" -> {index: 3, rest: "tool_calls[0].id"}; null when the path
-// names no single message (e.g. "messages" or a field outside the array).
-export function messagePath(path) {
-  const m = /^messages\[(\d+)\](?:\.?(.*))?$/.exec(String(path ?? ""));
-  return m ? { index: Number(m[1]), rest: m[2] || "" } : null;
-}
-
 // The node a path names, or its closest rendered ancestor (a finding may name a field that is
 // missing, like an absent reasoning_content).
 export function nodeFor(nodes, path) {

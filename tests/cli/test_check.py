@@ -130,7 +130,7 @@ def test_missing_file_and_unknown_upstream_exit_3(tmp_path: Path) -> None:
     assert "cannot read" in missing.stderr
     unknown = _run(_write(tmp_path, CLEAN), "--upstream", "nowhere")
     assert unknown.returncode == 3
-    assert "unknown upstream 'nowhere'" in unknown.stderr
+    assert "unknown upstream or policy 'nowhere'" in unknown.stderr
 
 
 def test_routing_by_model_when_no_upstream_is_named(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The Dockerfile passes hadolint with no findings; docker-compose.yml is a valid Compose file.
+"""The Dockerfile passes hadolint with no findings; docker-compose.yml is a valid Compose file;
+the image installs from a lock file and its build context leaves out what it does not need.
 
 No Docker engine runs here, so the image itself is not built; hadolint and
 ``docker-compose config`` (Debian's docker-compose validates against the Compose schema
@@ -7,10 +8,13 @@ without an engine) check what can be checked.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +61,101 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck() -> None:
     assert "FROM python:3.11-slim" in text
 
 
-def test_compose_sidecar_and_postgres_profile() -> None:
+def test_healthcheck_reads_the_port_from_the_environment() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    check = text[text.index("HEALTHCHECK") :].split("\n\n")[0]
+    assert "TOOLCALL_GUARD_SERVER__PORT" in check
+    assert "8780" not in check.replace("'8780')", "")  # only as the fallback default
+
+
+def _requirement_names(specs: list[str]) -> set[str]:
+    names = set()
+    for spec in specs:
+        name = re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0]
+        if name != "toolcall-guard":
+            names.add(name.lower().replace("_", "-"))
+    return names
+
+
+def test_image_installs_every_dependency_from_the_lock_file() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = _requirement_names(
+        project["dependencies"] + project["optional-dependencies"]["postgres"]
+    )
+    lines = (ROOT / "requirements.lock").read_text().splitlines()
+    pins = dict(line.split("==", 1) for line in lines if line and not line.startswith((" ", "#")))
+    assert all(re.fullmatch(r"[\w.+-]+", v) for v in pins.values()), pins  # exact versions
+    assert wanted <= set(pins), wanted - set(pins)
+    text = (ROOT / "Dockerfile").read_text()
+    assert "COPY requirements.lock" in text
+    assert "pip install --no-deps --requirement requirements.lock" in text
+    # The project itself goes in without resolving anything the lock did not pin.
+    installs = re.findall(r"pip install ([^\n&]*)", text)
+    assert all("--no-deps" in flags for flags in installs), installs
+
+
+def _ignored(patterns: list[str], path: str) -> bool:
+    ignored = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        glob = pattern.lstrip("!")
+        parts = path.split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        hit = any(
+            fnmatch.fnmatch(p, glob) or fnmatch.fnmatch(p, glob.removeprefix("**/"))
+            for p in prefixes + parts
+        )
+        if hit:
+            ignored = not negate
+    return ignored
+
+
+def test_dockerignore_keeps_the_context_to_what_the_image_needs() -> None:
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    for heavy in (
+        ".venv/bin/python",
+        "data/repairs.sqlite3",
+        "node_modules/x/index.js",
+        "tests/.node/bin/node",
+        "tests/artifacts/ui-list.png",
+        ".git/HEAD",
+        "proxy/__pycache__/app.cpython-311.pyc",
+        "toolcall_guard.egg-info/PKG-INFO",
+        ".hypothesis/examples/x",
+        "bench/results/latest.md",
+    ):
+        assert _ignored(patterns, heavy), heavy
+    copied = re.findall(r"^COPY (.+) \S+$", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
+    for source in " ".join(copied).split():
+        assert not _ignored(patterns, source), source
+        assert (ROOT / source).exists(), source
+
+
+def test_compose_runs_the_example_agent_offline_by_default() -> None:
     services = _compose()["services"]
     agent = services["agent"]
     assert agent["environment"]["OPENAI_BASE_URL"] == "http://toolcall-guard:8780/v1"
     assert agent["depends_on"]["toolcall-guard"]["condition"] == "service_healthy"
+    assert agent["command"] == ["python", "/agent/example_agent.py"]
+    assert "./deploy/example_agent.py:/agent/example_agent.py:ro" in agent["volumes"]
+    emulator = services["emulator"]
+    assert emulator["command"][:3] == ["emulate", "--provider", "openai"]
+    assert emulator["command"][3:5] == ["--host", "0.0.0.0"]
+    guard_env = services["toolcall-guard"]["environment"]
+    assert guard_env["TOOLCALL_GUARD_UPSTREAMS__OPENAI__BASE_URL"] == (
+        "${TOOLCALL_GUARD_OPENAI_URL:-http://emulator:8790/v1}"
+    )
+    assert services["toolcall-guard"]["depends_on"]["emulator"]["condition"] == "service_healthy"
+    # No variable is required: `docker compose up` works with an empty environment.
+    assert ":?" not in (ROOT / "docker-compose.yml").read_text()
+
+
+def test_compose_sidecar_and_postgres_profile() -> None:
+    services = _compose()["services"]
     assert "repairs:/data" in services["toolcall-guard"]["volumes"]
     replicas = [
         s for s in services.values() if "postgres" in s.get("profiles", []) and "build" in s
@@ -73,7 +167,8 @@ def test_compose_sidecar_and_postgres_profile() -> None:
 
 
 def test_compose_file_validates_against_the_compose_schema() -> None:
-    env = {**os.environ, "TOOLCALL_GUARD_ADMIN_TOKEN": "test-token"}
+    # Without any key or token set, as on a fresh machine.
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN"))}
     result = subprocess.run(
         [
             _tool("docker-compose"),

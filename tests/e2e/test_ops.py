@@ -14,7 +14,7 @@ import httpx
 import orjson
 import pytest
 
-from proxy.api.chat import ProxyEndpoint
+from proxy.api.endpoint import ProxyEndpoint
 from proxy.app import Front, create_app
 from proxy.logs import JsonFormatter, RequestLog, TextFormatter, configure_logging
 from proxy.repairlog import MemoryRepairLog
@@ -63,7 +63,7 @@ def test_metrics_count_requests_outcomes_and_findings(http: httpx.Client, proxy:
     assert response.headers["content-type"].startswith("text/plain")
     for name, labels in [
         ("toolcall_guard_requests_total", {"upstream": "openai", "route": "chat", "status": "200"}),
-        ("toolcall_guard_outcomes_total", {"upstream": "openai", "outcome": "repaired"}),
+        ("toolcall_guard_outcomes_total", {"upstream": "openai", "api": "chat", "outcome": "repaired"}),
         ("toolcall_guard_findings_total", {"rule": "orphan_tool_result", "action": "salvage"}),
     ]:
         assert _sample(after, name, **labels) == _sample(before, name, **labels) + 1, name

@@ -59,8 +59,8 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
      G11),
     ("no-parts", "G12", body(user(), {"role": "assistant"}, user()),
      "* GenerateContentRequest.contents[1].parts: contents.parts must not be empty."),
-    ("tool-without-name", "G13", body(user(), asks(call("a")),
-                                      {"role": "tool", "tool_call_id": "call_a", "content": "1"}),
+    ("tool-content-parts", "G-schema", body(user(), asks(call("a")),
+                                            result("a", content=[{"type": "text", "text": "1"}])),
      GENERIC),
     ("top-level-reasoning", "G14", body(user(), reasoning={"effort": "low"}),
      'Invalid JSON payload received. Unknown name "reasoning": Cannot find field.'),
@@ -133,6 +133,8 @@ ACCEPTED = [
     ("extra-body-google", body(user(), extra_body={"google": {"thinking_config": {}}})),
     ("developer-role", body({"role": "developer", "content": "x"}, user())),
     ("unknown-key-in-message", body({**user(), "reasoning_content": "x"})),
+    ("tool-without-name", body(user(), asks(call("a")),
+                               {"role": "tool", "tool_call_id": "call_a", "content": "1"})),
 ]  # fmt: skip
 
 

@@ -27,7 +27,8 @@ HISTORIES: list[tuple[str, list[dict[str, Any]]]] = [
 PARTS_FOR_DEEPSEEK = {"content-parts"}  # D9: DeepSeek takes strings only
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+# the second-tier emulators have their own valid histories (ids, names) in test_<provider>.py
+@pytest.mark.parametrize("provider", PROVIDERS[:3])
 @pytest.mark.parametrize(("case", "messages"), HISTORIES, ids=[h[0] for h in HISTORIES])
 def test_valid_history_is_accepted_by_every_provider(
     provider: str, case: str, messages: list[dict[str, Any]]

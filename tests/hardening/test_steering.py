@@ -16,7 +16,7 @@ from yarl import URL
 
 from proxy.errors import BadRequestBody
 from proxy.logs import JsonFormatter, TextFormatter, request_id
-from proxy.relay.exchange import upstream_target
+from proxy.relay.http import upstream_target
 from proxy.routing import split_path
 from tests.hardening.conftest import (
     CLEAN,

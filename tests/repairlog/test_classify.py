@@ -1,4 +1,8 @@
-"""Upstream 4xx bodies → ``upstream_error_kind``, over the exact texts of provider-rules.md."""
+"""Upstream 4xx bodies → ``upstream_error_kind``, over the exact texts of the evidence files.
+
+The kinds are the signature catalogue's rules (``proxy.core.signatures``); Responses texts get
+the Responses rules.
+"""
 
 # ruff: noqa: E501 -- the provider texts are quoted whole, exactly as provider-rules.md has them
 
@@ -8,9 +12,12 @@ import json
 
 import pytest
 
-from proxy.core.chat.rules import RULES
+from proxy.core.registry import ALL_RULES
+from proxy.core.signatures import match
 from proxy.repairlog import classify_upstream_error
 from proxy.repairlog.classify import KINDS
+from tests.core.signature_texts import TEXTS, Text
+from tests.core.test_signatures import PENDING
 
 # (provider-rules.md row, status, exact text, kind)
 CASES: list[tuple[str, int, str, str]] = [
@@ -74,7 +81,7 @@ CASES: list[tuple[str, int, str, str]] = [
         "Invalid 'messages[69].tool_calls[0].function.name': empty string. Expected a string with minimum length 1, but got an empty string instead.",
         "tool_call_shape",
     ),
-    ("O12", 400, "Unknown parameter: 'messages[1].tool_calls[0].index'.", "tool_call_shape"),
+    ("O12", 400, "Unknown parameter: 'messages[1].tool_calls[0].index'.", "unknown_message_field"),
     (
         "O13",
         400,
@@ -92,7 +99,7 @@ CASES: list[tuple[str, int, str, str]] = [
         "O16",
         400,
         "Invalid 'messages[2].name': string does not match pattern. Expected a string that matches the pattern '^[^\\s<\\|\\\\/>]+$'.",
-        "other",
+        "unknown_message_field",
     ),
     (
         "O18",
@@ -134,13 +141,13 @@ CASES: list[tuple[str, int, str, str]] = [
         "Responses",
         400,
         "Invalid 'input[95].call_id': string too long. Expected a string with maximum length 64, but got a string with length 116 instead.",
-        "tool_call_id_format",
+        "responses_call_id_format",
     ),
     (
         "Responses",
         400,
         "No tool call found for function call output with call_id call_i1njW2L3AzcgxnVh5SP1m5sK.",
-        "orphan_tool_result",
+        "responses_orphan_output",
     ),
     (
         "D1",
@@ -200,7 +207,7 @@ CASES: list[tuple[str, int, str, str]] = [
         "D11",
         400,
         "Failed to deserialize the JSON body into the target type: messages[1]: missing field `content` at line 8 column 5",
-        "other",
+        "content_null",
     ),
     (
         "D12",
@@ -275,7 +282,7 @@ CASES: list[tuple[str, int, str, str]] = [
         "G14",
         400,
         'Invalid JSON payload received. Unknown name "reasoning": Cannot find field.',
-        "other",
+        "unknown_message_field",
     ),
     (
         "G18",
@@ -328,7 +335,7 @@ CASES: list[tuple[str, int, str, str]] = [
         "'messages.1' : for 'role:user' the following must be satisfied[('messages.1' : property 'tool_calls' is unsupported, did you mean 'tool_call_id'?)]",
         "unknown_message_field",
     ),
-    ("xAI", 400, "Only messages of role 'user' can have a name.", "other"),
+    ("xAI", 400, "Only messages of role 'user' can have a name.", "tool_message_name"),
     (
         "Kimi",
         400,
@@ -433,8 +440,19 @@ def test_known_error_texts(status: int, text: str, kind: str) -> None:
 
 def test_every_kind_is_a_rule_or_a_generic_kind() -> None:
     generic = {"auth", "rate_limit", "other"}
-    assert set(KINDS) - generic <= set(RULES)
-    assert {kind for _, _, _, kind in CASES} - {"none"} == set(KINDS)
+    assert set(KINDS) - generic <= set(ALL_RULES) | PENDING
+    assert {kind for _, _, _, kind in CASES} - {"none"} <= set(KINDS)
+
+
+@pytest.mark.parametrize("t", TEXTS, ids=lambda t: f"{t.row}-{TEXTS.index(t)}")
+def test_every_catalogued_text_is_classified_by_its_rule(t: Text) -> None:
+    """The classifier is the catalogue's: each text gets its row's rule (``other`` when no rule
+    repairs it), whatever the envelope."""
+    found = match(t.status, t.text)
+    assert found is not None
+    expected = found.rule or "other" if 400 <= t.status < 500 else None
+    for shape, body in wrapped(t.text).items():
+        assert classify_upstream_error(t.status, body) == expected, shape
 
 
 def test_undecodable_and_huge_bodies() -> None:

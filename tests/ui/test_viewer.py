@@ -215,7 +215,7 @@ def test_record_page_aligns_highlights_and_pins(page: Any, viewer: str, seeded: 
     kinds = page.locator(".compare .mrow:not(details)").evaluate_all(
         "rs => rs.map(r => [r.className, r.dataset.left, r.dataset.right])"
     )
-    assert kinds == [["mrow kind-changed", "2", "2"], ["mrow kind-changed", "4", "4"]]
+    assert kinds == [["mrow kind-changed", "2", "2"], ["mrow kind-salvaged", "4", "4"]]
     expect(page.locator("details.mrow.kind-same")).to_have_count(4)
 
     args = page.locator("#msg-2 .side-left [data-path='tool_calls[0].function.arguments']")
@@ -356,7 +356,7 @@ def test_cancelling_the_token_prompt_explains(new_page: Any, guarded: str) -> No
 # --- layout -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("width", [390, 1280], ids=["phone", "laptop"])
+@pytest.mark.parametrize("width", [390, 800, 1280], ids=["phone", "small", "laptop"])
 def test_readable_without_sideways_scrolling(
     new_page: Any, viewer: str, seeded: Seeded, width: int
 ) -> None:
@@ -418,7 +418,7 @@ def test_a_lost_call_id_aligns_by_what_survived(page: Any, viewer: str, seeded: 
         ["mrow kind-same", "0", "0"],
         ["mrow kind-changed", "1", "1"],
         ["mrow kind-added", None, "2"],
-        ["mrow kind-changed", "2", "3"],
+        ["mrow kind-salvaged", "2", "3"],
     ]
 
 

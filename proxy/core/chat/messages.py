@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import chain
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -210,11 +211,19 @@ class History:
     dict with the old (copy-on-write), so an untouched history stays the very same list object.
     """
 
-    __slots__ = ("_index", "_memo", "messages", "origins")
+    __slots__ = ("_index", "_memo", "messages", "origins", "request")
 
-    def __init__(self, messages: list[Message], origins: list[int | None] | None = None) -> None:
+    def __init__(
+        self,
+        messages: list[Message],
+        origins: list[int | None] | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> None:
         self.messages = messages
         self.origins = origins  # None: message i came from index i
+        #: The parsed request body, read-only (model-dependent rules read ``model``,
+        #: ``thinking``…); empty when the caller gave none.
+        self.request: Mapping[str, Any] = _EMPTY if request is None else request
         self._index: Index | None = None
         self._memo: dict[str, Any] | None = None
 
@@ -256,7 +265,7 @@ class History:
         messages = list(self.messages)
         for i, message in changes.items():
             messages[i] = message
-        return History(messages, self.origins)
+        return History(messages, self.origins, self.request)
 
     def rebuild(self, entries: Iterable[tuple[Message, int | None]]) -> History:
         """A new history from ``(message, position in this history or None if inserted)``."""
@@ -265,13 +274,14 @@ class History:
         for message, source in entries:
             messages.append(message)
             origins.append(None if source is None else self.origin(source))
-        return History(messages, origins)
+        return History(messages, origins, self.request)
 
     def entries(self) -> list[tuple[Message, int | None]]:
         """``(message, position)`` pairs, the usual start for :meth:`rebuild`."""
         return [(message, i) for i, message in enumerate(self.messages)]
 
 
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 _TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
 
 

@@ -1,8 +1,10 @@
 """Golden cases: every file in tests/cases/ is a list of cases run through apply_policy.
 
 A case: {"id", "policy" (a preset name), "overrides" (optional {rule: action-or-table}),
-"input" (messages), "findings" ([{"rule", "action", "path"}], in order), "output" (the expected
-messages, or null when the outcome is a rejection)}.
+"request" (optional: the rest of the request body, e.g. {"model": "deepseek-reasoner"}, read
+by the model-dependent rules), "input" (messages), "findings" ([{"rule", "action", "path"}], in
+order), "output" (the expected messages, or null when the outcome is a rejection). A case whose
+output equals its input must come out as the very same list (no finding, nothing changed).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from proxy.core.policy import apply_policy, build_policy
+from proxy.emulator import PROVIDERS, validate
 
 CASES_DIR = Path(__file__).parents[2] / "cases"
 
@@ -31,7 +34,8 @@ def _load() -> list[Any]:
 def test_golden(case: dict[str, Any]) -> None:
     policy = build_policy(case["policy"], overrides=case.get("overrides"))
     original = copy.deepcopy(case["input"])
-    outcome = apply_policy(case["input"], policy)
+    request = {**case.get("request", {}), "messages": case["input"]}
+    outcome = apply_policy(case["input"], policy, request=request)
     got = [{"rule": f.rule, "action": f.action, "path": f.path} for f in outcome.findings]
     assert got == case["findings"]
     assert case["input"] == original, "apply_policy mutated its input"
@@ -40,9 +44,24 @@ def test_golden(case: dict[str, Any]) -> None:
     else:
         assert not outcome.rejected
         assert outcome.messages == case["output"]
+        if case["output"] == original:
+            assert outcome.messages is case["input"] and not outcome.changed
         if all(f["action"] != "warn" for f in got):
-            again = apply_policy(outcome.messages, policy)
+            again = apply_policy(outcome.messages, policy, request=request)
             assert again.findings == (), "sanitizing twice must find nothing the second time"
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in _load() if "request" in c.values[0] and c.values[0]["policy"] in PROVIDERS]
+)
+def test_golden_outputs_are_accepted_by_the_presets_emulator(case: dict[str, Any]) -> None:
+    """A case that names its request is judged by its preset's emulator: the valid form as it
+    is, the broken form once repaired."""
+    if case["output"] is None:
+        return
+    body = {**case["request"], "messages": case["output"]}
+    rejection = validate(case["policy"], body)
+    assert rejection is None, (rejection.rule, rejection.message)
 
 
 def test_every_rule_has_golden_cases() -> None:

@@ -194,24 +194,23 @@ def _empty_arguments(history: History, hits: Sequence[Hit], params: Params) -> H
     hint="Omit 'tool_calls' on messages that make no tool call.",
 )
 def empty_tool_calls(history: History, params: Params) -> list[Hit]:
-    """``tool_calls: []`` or ``tool_calls: null`` on a message that makes no call.
+    """``tool_calls: []`` on a message that makes no call.
 
-    OpenAI: ``Invalid 'messages[2].tool_calls': empty array. Expected an array with minimum
-    length 1, but got an empty array instead.``; DashScope: ``Empty tool_calls is not supported
-    in message``; vLLM chat templates break on it. The ``remove`` repair drops the key.
+    OpenAI (O7): ``Invalid 'messages[2].tool_calls': empty array. Expected an array with
+    minimum length 1, but got an empty array instead.``; DashScope: ``Empty tool_calls is not
+    supported in message``; vLLM chat templates break on it (§4). The presets switch it on
+    where that evidence is (DeepSeek's serde and Gemini take it). ``tool_calls: null``, which
+    the openai SDK's ``model_dump()`` writes on every assistant message, is no hit: no upstream
+    was seen refusing it. The ``remove`` repair drops the key.
     """
-    lists = history.index.call_lists
-    if None not in lists and [] not in lists:
+    if [] not in history.index.call_lists:
         return []
     messages = history.messages
-    hits = []
-    for i in history.index.callers:
-        calls = messages[i]["tool_calls"]
-        if calls is None:
-            hits.append(Hit(i, ".tool_calls", "'tool_calls' is null"))
-        elif calls == []:
-            hits.append(Hit(i, ".tool_calls", "'tool_calls' is an empty array"))
-    return hits
+    return [
+        Hit(i, ".tool_calls", "'tool_calls' is an empty array")
+        for i in history.index.callers
+        if messages[i]["tool_calls"] == []
+    ]
 
 
 @empty_tool_calls.repair("remove")

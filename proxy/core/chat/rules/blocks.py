@@ -1,10 +1,12 @@
 """Call blocks, and how the tool results of a history bind to its calls.
 
 A **call block** is an assistant message with a non-empty ``tool_calls`` list followed by the
-maximal run of consecutive ``tool`` messages. A history is **well paired** when every call id is
-used once and answered by exactly one tool message inside its own block, and every tool message
-in a block answers a call of that block (order inside the block is free): the rule every
-provider enforces (OpenAI O1-O4, DeepSeek D1-D2, Gemini G7).
+maximal run of consecutive ``tool`` messages. A history is **well paired** when no message
+makes two calls with one id, every call is answered by exactly one tool message inside its own
+block, and every tool message in a block answers a call of that block (order inside the block
+is free): the rule every provider enforces (OpenAI O1-O4, DeepSeek D1-D2, Gemini G7). An id
+may come back in a later block once its first call was answered (pydantic-ai, LiteLLM, Kimi's
+``search_web:0``): each result binds to the call of its own block.
 
 The pairing rules share two things from here: :func:`well_paired`, a fast verdict that lets a
 clean history skip them all, and :func:`analyse`, the one O(messages + calls) pass that binds
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import accumulate, chain, repeat
 from operator import add, itemgetter
 from typing import Any
 
@@ -70,11 +72,18 @@ def _check(history: History) -> bool:
         return False
     try:
         answers = list(map(_TOOL_CALL_ID, index.tool_messages))
-        if answers != ids and not _same_blocks(callers, index.call_lists, ids, answers):
-            return False
-        return len(set(ids)) == len(ids)
+        unique = len(set(ids)) == len(ids)
+        if answers == ids:  # each result right where its call's is: ids need only be unique
+            return unique or _unique_per_block(index.call_lists, ids)  # per message
+        return unique and _same_blocks(callers, index.call_lists, ids, answers)
     except (TypeError, KeyError):  # a result without an id, or an unhashable one
         return False
+
+
+def _unique_per_block(call_lists: list[Any], ids: list[str]) -> bool:
+    """Whether no message makes two calls with one id (ids may repeat across messages)."""
+    ends = list(accumulate(map(len, call_lists)))
+    return all(len(set(ids[a:b])) == b - a for a, b in zip([0, *ends], ends, strict=False))
 
 
 def _ids_in_place(history: History) -> list[str] | None:

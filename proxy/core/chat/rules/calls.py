@@ -16,6 +16,7 @@ import orjson
 
 from proxy.core.chat.messages import History, Message, call_id, stable_id
 from proxy.core.chat.rules import views
+from proxy.core.providers import provider_of
 from proxy.core.rule import Hit, Params, rule
 
 _KIND = {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
@@ -42,22 +43,28 @@ def _new_id(origin: int | None, position: int) -> str:
 # --- tool_call_shape -------------------------------------------------------------------------
 
 
-def _all_well_formed(history: History) -> bool:
+def _refuses_index(params: Params) -> bool:
+    """Whether the upstream refuses a streaming ``index`` left on a call (OpenAI O12)."""
+    fields = provider_of(params).call_fields
+    return fields is not None and "index" not in fields
+
+
+def _all_well_formed(history: History, strip_index: bool) -> bool:
     """Fast path: :func:`_well_formed` holds for every call of the history at once."""
     facts = views.call_facts(history)
     if facts is None:
         return False
-    if facts.plain:
-        return True  # no call has a key beyond id, type and function
+    if facts.plain or not strip_index:
+        return True  # no call has a key beyond id, type and function, or they do not matter
     keys = views.call_keys(history)
     return keys is not None and "index" not in keys
 
 
-def _well_formed(calls: list[Any]) -> bool:
+def _well_formed(calls: list[Any], strip_index: bool = True) -> bool:
     try:
         for call in calls:
             identifier, name = call["id"], call["function"]["name"]
-            if "index" in call or type(call["type"]) is not str:
+            if (strip_index and "index" in call) or type(call["type"]) is not str:
                 return False
             if type(identifier) is not str or type(name) is not str or not identifier or not name:
                 return False
@@ -80,18 +87,20 @@ def _fatal(call: Any, j: int) -> tuple[str, str] | None:
     return f".tool_calls[{j}].function.name", f"tool call function name is {problem}"
 
 
-def _call_hits(i: int, j: int, call: dict[str, Any], new_id: str | None) -> list[Hit]:
+def _call_hits(
+    i: int, j: int, call: dict[str, Any], new_id: str | None, strip_index: bool
+) -> list[Hit]:
     hits = []
     if type(call.get("type")) is not str:
         hits.append(Hit(i, f".tool_calls[{j}].type", "tool call without 'type'"))
     if new_id is not None:
         hits.append(Hit(i, f".tool_calls[{j}].id", f"tool call without an id; given {new_id}"))
-    if "index" in call:
+    if strip_index and "index" in call:
         hits.append(Hit(i, f".tool_calls[{j}].index", "leftover streaming 'index' on a tool call"))
     return hits
 
 
-def _shape_hits(history: History, i: int, calls: list[Any]) -> list[Hit]:
+def _shape_hits(history: History, i: int, calls: list[Any], strip_index: bool) -> list[Hit]:
     hits: list[Hit] = []
     minted: list[str] = []
     for j, call in enumerate(calls):
@@ -102,7 +111,7 @@ def _shape_hits(history: History, i: int, calls: list[Any]) -> list[Hit]:
         new_id = None if call_id(call) else _new_id(history.origin(i), j)
         if new_id is not None:
             minted.append(new_id)
-        hits.extend(_call_hits(i, j, call, new_id))
+        hits.extend(_call_hits(i, j, call, new_id, strip_index))
     if minted:
         hits.extend(_bind_results(history.messages, i, minted))
     return hits
@@ -137,14 +146,17 @@ def tool_call_shape(history: History, params: Params) -> list[Hit]:
     """A replayed tool call without ``type`` or ``id``, with a streaming ``index``, or nameless.
 
     Accumulated streaming deltas keep ``index`` (OpenAI: ``Unknown parameter:
-    'messages[1].tool_calls[0].index'.``); older Gemini models returned calls without ids.
-    The ``fix`` repair adds ``type: "function"``, mints a stable id from the message's
-    position and the call's (binding, in order, the tool messages right after it that name no
-    call), and strips ``index``. A call that is not an object, has no ``function`` object or
-    no name cannot be repaired (OpenAI: ``Invalid 'messages[69].tool_calls[0].function.name':
-    empty string.``): it is rejected, as is a ``tool_calls`` that is not an array.
+    'messages[1].tool_calls[0].index'.``, O12); older Gemini models returned calls without ids.
+    ``index`` is a hit only where the upstream's record refuses unknown call keys (OpenAI,
+    Groq): DeepSeek's serde and Gemini ignore it. The ``fix`` repair adds ``type: "function"``,
+    mints a stable id from the message's position and the call's (binding, in order, the tool
+    messages right after it that name no call), and strips ``index``. A call that is not an
+    object, has no ``function`` object or no name cannot be repaired (OpenAI: ``Invalid
+    'messages[69].tool_calls[0].function.name': empty string.``): it is rejected, as is a
+    ``tool_calls`` that is not an array.
     """
-    if _all_well_formed(history):
+    strip_index = _refuses_index(params)
+    if _all_well_formed(history, strip_index):
         return []
     hits: list[Hit] = []
     messages = history.messages
@@ -155,24 +167,26 @@ def tool_call_shape(history: History, params: Params) -> list[Hit]:
         if type(calls) is not list:
             detail = f"'tool_calls' is {kind(calls)}, not an array"
             hits.append(Hit(i, ".tool_calls", detail, fatal=True))
-        elif not _well_formed(calls):
-            hits.extend(_shape_hits(history, i, calls))
+        elif not _well_formed(calls, strip_index):
+            hits.extend(_shape_hits(history, i, calls, strip_index))
     return hits
 
 
-def _fixed_call(call: Any, origin: int | None, j: int) -> Any:
-    if _well_formed([call]) or _fatal(call, j) is not None:
+def _fixed_call(call: Any, origin: int | None, j: int, strip_index: bool) -> Any:
+    if _well_formed([call], strip_index) or _fatal(call, j) is not None:
         return call
     fixed = {
         "id": call["id"] if call_id(call) else _new_id(origin, j),
         "type": call["type"] if type(call.get("type")) is str else "function",
     }
-    fixed.update((k, v) for k, v in call.items() if k not in ("id", "type", "index"))
+    dropped = ("id", "type", "index") if strip_index else ("id", "type")
+    fixed.update((k, v) for k, v in call.items() if k not in dropped)
     return fixed
 
 
 @tool_call_shape.repair("fix")
 def _fix_shape(history: History, hits: Sequence[Hit], params: Params) -> History:
+    strip_index = _refuses_index(params)
     changes: dict[int, Message] = {}
     for hit in hits:
         if hit.fatal or hit.index in changes:
@@ -182,7 +196,8 @@ def _fix_shape(history: History, hits: Sequence[Hit], params: Params) -> History
             changes[hit.index] = {**message, "tool_call_id": hit.data}
         else:
             origin = history.origin(hit.index)
-            calls = [_fixed_call(c, origin, j) for j, c in enumerate(message["tool_calls"])]
+            calls = message["tool_calls"]
+            calls = [_fixed_call(c, origin, j, strip_index) for j, c in enumerate(calls)]
             changes[hit.index] = {**message, "tool_calls": calls}
     return history.replace(changes)
 

@@ -9,12 +9,11 @@ D11, D13, G9-G11).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
-from operator import contains
 from typing import Any
 
 from proxy.core.chat.messages import History, Message, tool_calls_of
 from proxy.core.chat.rules import views
+from proxy.core.providers import Provider, provider_of
 from proxy.core.rule import Hit, Params, rule
 
 IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
@@ -25,7 +24,7 @@ MOVED_HERE = "[images from the messages above]"
 def _has_calls(message: Message) -> bool:
     """An assistant turn that calls tools (``tool_calls`` or the legacy ``function_call``)."""
     return message["role"] == "assistant" and (
-        bool(tool_calls_of(message)) or "function_call" in message
+        bool(tool_calls_of(message)) or message.get("function_call") is not None
     )
 
 
@@ -86,71 +85,67 @@ def _move_images(history: History, hits: Sequence[Hit], params: Params) -> Histo
     return history.rebuild(entries)
 
 
+def _kind(message: Message, provider: Provider) -> str:
+    """The message's kind for the provider record's content fields (``caller`` or its role).
+
+    A legacy ``function_call`` makes a caller only where the upstream takes the key: where it
+    does not, ``unknown_message_field`` strips it later and the message must stand without it.
+    """
+    if message["role"] == "assistant" and tool_calls_of(message):
+        return "caller"
+    legacy = message.get("function_call") is not None and provider.takes(
+        "assistant", "function_call"
+    )
+    return "caller" if message["role"] == "assistant" and legacy else message["role"]
+
+
 @rule("content_null", hint="Send 'content' as a string (\"\" when there is nothing to say).")
 def content_null(history: History, params: Params) -> list[Hit]:
-    """``content: null`` or no ``content`` where the upstream refuses it.
+    """``content: null`` or no ``content`` on a message where the upstream refuses it.
 
-    OpenAI (O14) allows null only on an assistant message with ``tool_calls``/``function_call``
-    (``Invalid value for 'content': expected a string, got null.``); elsewhere the ``fix``
-    repair sets ``""``. DeepSeek needs the key on every message (D11: ``missing field
-    `content```; D13: null refused on tool/user messages): ``""`` everywhere. Gemini refuses
-    null everywhere (G9: ``Expected string or list of content parts, got: null``): ``""``,
-    except on an assistant message with tool calls, where null or ``""`` (reported refused,
-    G10) loses the key.
+    Where each is refused is the upstream's record (``null_content``, ``missing_content``).
+    OpenAI (O14) allows both only on an assistant message with ``tool_calls``/``function_call``
+    (``Invalid value for 'content': expected a string, got null.``). DeepSeek needs the key on
+    every message (D11: ``missing field `content```) and refuses null on user and tool
+    messages (D13), not on a tool-call turn (D12 asks for content *or* tool_calls). Gemini
+    refuses null everywhere (G9: ``Expected string or list of content parts, got: null``) and
+    takes the key left out of a tool-call turn (G10's workaround). The ``fix`` repair leaves
+    the key out where the upstream takes that, and sets ``""`` elsewhere.
     """
-    dialect = params.get("dialect", "openai")
-    if _no_null_problem(history, dialect):
+    provider = provider_of(params)
+    null_ok, missing_ok = provider.null_content, provider.missing_content
+    if _no_null_problem(history, null_ok, missing_ok):
         return []
     messages = history.messages
     hits: list[Hit] = []
     for i in history.index.odd_content:
         message = messages[i]
-        content = message.get("content")
-        if content is None:
-            # the usual tool-call turn (OpenAI: null; Gemini: no key), told apart inline: fast
-            calls = message.get("tool_calls")
-            fine = dialect == "openai" or (dialect == "gemini" and "content" not in message)
-            if fine and type(calls) is list and calls and message["role"] == "assistant":
-                continue
-        elif content != "" or dialect != "gemini":
+        if message.get("content") is not None:
             continue
-        detail = _null_problem(message, dialect)
-        if detail is not None:
-            hits.append(Hit(i, ".content", detail))
+        kind = _kind(message, provider)
+        if "content" in message and kind not in null_ok:
+            hits.append(Hit(i, ".content", "content is null", data=kind in missing_ok))
+        elif "content" not in message and kind not in missing_ok:
+            hits.append(Hit(i, ".content", "content is missing"))
     return hits
 
 
-def _no_null_problem(history: History, dialect: str) -> bool:
-    """Fast path: no null content at all (nor ``""`` for Gemini), or only on the usual
-    tool-call turns: null on OpenAI, left out on Gemini."""
-    contents = views.odd_contents(history)
-    if None not in contents and (dialect != "gemini" or "" not in contents):
+def _no_null_problem(history: History, null_ok: frozenset[str], missing_ok: frozenset[str]) -> bool:
+    """Fast path: no null or missing content at all, or only on the usual tool-call turns and
+    the upstream takes both there."""
+    if None not in views.odd_contents(history):
         return True
-    if dialect == "openai":
+    if "caller" in null_ok and "caller" in missing_ok:
         return views.odd_only_on_call_turns(history)
-    if dialect == "gemini" and views.odd_only_on_call_turns(history):
-        return not any(map(contains, views.odd_messages(history), repeat("content")))
     return False
-
-
-def _null_problem(message: Message, dialect: str) -> str | None:
-    content = message.get("content")
-    if dialect == "gemini" and _has_calls(message):
-        if content is None and "content" in message:
-            return "null content on a tool-call turn"
-        return "empty content on a tool-call turn" if content == "" else None
-    if content is not None or (dialect == "openai" and _has_calls(message)):
-        return None
-    return "content is null" if "content" in message else "content is missing"
 
 
 @content_null.repair("fix")
 def _fix_null(history: History, hits: Sequence[Hit], params: Params) -> History:
-    gemini = params.get("dialect") == "gemini"
     changes = {}
     for hit in hits:
         message = history.messages[hit.index]
-        if gemini and _has_calls(message):
+        if hit.data:  # the upstream takes the key left out here
             changes[hit.index] = {k: v for k, v in message.items() if k != "content"}
         else:
             changes[hit.index] = {**message, "content": ""}

@@ -1,60 +1,21 @@
-"""The rule about message keys the upstream does not accept, and its per-upstream allow-lists.
+"""The rule about message keys the upstream does not accept.
 
-It runs last, after every other repair, so that nothing leaves with a field its upstream
-refuses (provider-rules.md rows O12, O13).
+What each upstream accepts is its record's (:mod:`proxy.core.providers`: ``message_fields``,
+``call_fields``, ``refused_fields``, ``strict_parts``). It runs last, after every other repair,
+so that nothing leaves with a field its upstream refuses (provider-rules.md rows O12, O13).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 from proxy.core.chat.messages import History, Message, tool_calls_of
 from proxy.core.chat.rules import views
+from proxy.core.providers import Provider, provider_of
 from proxy.core.rule import Hit, Params, rule
 
-_PLAIN = frozenset({"role", "content", "name"})
-_TOOL = frozenset({"role", "content", "tool_call_id", "name"})
-_OPENAI_ASSISTANT = frozenset(
-    {"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"}
-)
-
-#: Message keys each upstream accepts, per dialect and role (``unknown_message_field``).
-#: ``name`` on tool messages: Gemini expects it (G13); OpenAI and DeepSeek accept it (not seen
-#: rejected). A role missing from a dialect is another rule's business (``developer_role``…).
-MESSAGE_FIELDS: dict[str, dict[str, frozenset[str]]] = {
-    "openai": {
-        "system": _PLAIN,
-        "developer": _PLAIN,
-        "user": _PLAIN,
-        "assistant": _OPENAI_ASSISTANT,
-        "tool": _TOOL,
-        "function": _PLAIN,
-    },
-    "deepseek": {
-        "system": _PLAIN,
-        "user": _PLAIN,
-        "assistant": frozenset(
-            {"role", "content", "name", "tool_calls", "reasoning_content", "prefix"}
-        ),
-        "tool": _TOOL,
-    },
-    "gemini": {
-        "system": _PLAIN,
-        "developer": _PLAIN,
-        "user": _PLAIN,
-        "assistant": _OPENAI_ASSISTANT | {"extra_content"},
-        "tool": _TOOL,
-        "function": _PLAIN,
-    },
-}
-#: Keys of one entry of ``tool_calls``; Gemini carries thought signatures in ``extra_content``.
-CALL_FIELDS: dict[str, frozenset[str]] = {
-    "openai": frozenset({"id", "type", "function"}),
-    "deepseek": frozenset({"id", "type", "function"}),
-    "gemini": frozenset({"id", "type", "function", "extra_content"}),
-}
 FUNCTION_FIELDS = frozenset({"name", "arguments"})
 #: Keys of a content part, per part type (other part types are left to the upstream).
 PART_FIELDS: dict[str, frozenset[str]] = {
@@ -76,19 +37,24 @@ def unknown_message_field(history: History, params: Params) -> list[Hit]:
     ``'messages.2' : for 'role: assistant' the following must be satisfied[('messages.2' :
     property 'reasoning_content' is unsupported)]``. Typical strays: streaming ``index``,
     ``reasoning_content`` or ``reasoning`` (outside DeepSeek), Anthropic ``cache_control``,
-    client bookkeeping (``status``, ``metadata``, ``timestamp``, ``id``). What each dialect
-    accepts is the data table at the top of this module; ``allow_extra`` names more keys to
-    keep at every level. The ``strip`` repair removes the rest.
+    client bookkeeping (``status``, ``metadata``, ``timestamp``, ``id``); Mistral: 422
+    ``extra_forbidden`` with the key's ``loc`` (B1); xAI: ``Only messages of role 'user' can
+    have a name.`` (§4). Only upstreams whose record lists the keys they take (OpenAI,
+    Mistral, Groq) or the keys they refuse (xAI) have hits: DeepSeek's serde, Gemini, Kimi,
+    DashScope, vLLM and Ollama ignore unknown keys, so a stray ``index`` or
+    ``reasoning_content`` is left there. ``allow_extra`` names more keys to keep at every
+    level. The ``strip`` repair removes the rest.
     """
     allowed = _allowed(params)
     messages = history.messages
     hits = _message_hits(history, allowed)
     if not _calls_clean(history, allowed):
         for i in history.index.callers:
-            if "tool_calls" in allowed.messages.get(messages[i]["role"], ()):
+            if allowed.takes(messages[i]["role"], ("tool_calls",)):
                 hits.extend(_call_hits(i, messages[i], allowed))
-    for i in history.index.odd_content if list in views.odd_types(history) else ():
-        if type(messages[i].get("content")) is list and messages[i]["role"] in allowed.messages:
+    parts = allowed.parts and list in views.odd_types(history)
+    for i in history.index.odd_content if parts else ():
+        if type(messages[i].get("content")) is list:
             hits.extend(_part_hits(i, messages[i], allowed))
     hits.sort(key=lambda h: h.index)
     return hits
@@ -96,8 +62,8 @@ def unknown_message_field(history: History, params: Params) -> list[Hit]:
 
 def _message_hits(history: History, allowed: _Allowed) -> list[Hit]:
     """Message-level strays; the per-role key unions of the index spare the scan when clean."""
-    fields = allowed.messages
-    strays = [r for r, keys in history.index.keys.items() if r in fields and not keys <= fields[r]]
+    keys = history.index.keys
+    strays = [r for r, found in keys.items() if not allowed.takes(r, found)]
     if not strays:
         return []
     return [
@@ -105,12 +71,14 @@ def _message_hits(history: History, allowed: _Allowed) -> list[Hit]:
         for i, message in enumerate(history.messages)
         if message["role"] in strays
         for k in message
-        if k not in fields[message["role"]]
+        if not allowed.takes(message["role"], (k,))
     ]
 
 
 def _calls_clean(history: History, allowed: _Allowed) -> bool:
     """True when no tool call nor function has a stray key (C-level; odd shapes say False)."""
+    if allowed.calls is None:
+        return True  # the upstream ignores unknown keys in calls
     facts = views.call_facts(history)
     if facts is not None and facts.plain:
         return True  # only id, type, function and name, arguments: allowed everywhere
@@ -121,27 +89,48 @@ def _calls_clean(history: History, allowed: _Allowed) -> bool:
 
 
 class _Allowed:
-    """The allow-lists of one dialect with ``allow_extra`` added at every level."""
+    """What one upstream accepts, with ``allow_extra`` added at every level.
 
-    __slots__ = ("calls", "function", "messages", "parts")
+    ``messages`` is None for an upstream that ignores unknown message keys (then only its
+    ``refused`` keys are strays); ``calls`` is None when it ignores unknown call keys.
+    """
 
-    def __init__(self, dialect: str, extra: frozenset[str]) -> None:
-        table = MESSAGE_FIELDS.get(dialect, MESSAGE_FIELDS["openai"])
-        self.messages = {role: fields | extra for role, fields in table.items()}
-        self.calls = CALL_FIELDS.get(dialect, CALL_FIELDS["openai"]) | extra
+    __slots__ = ("calls", "function", "messages", "parts", "refused")
+
+    def __init__(self, provider: Provider, extra: frozenset[str]) -> None:
+        table = provider.message_fields
+        self.messages = None if table is None else {r: f | extra for r, f in table.items()}
+        self.refused = {role: keys - extra for role, keys in provider.refused_fields.items()}
+        self.calls = None if provider.call_fields is None else provider.call_fields | extra
         self.function = FUNCTION_FIELDS | extra
-        self.parts = {kind: fields | extra for kind, fields in PART_FIELDS.items()}
+        parts = PART_FIELDS if provider.strict_parts else {}
+        self.parts = {kind: fields | extra for kind, fields in parts.items()}
+
+    def takes(self, role: str, keys: Iterable[str]) -> bool:
+        """Whether a message of ``role`` may carry all of ``keys`` (unknown roles: yes, they
+        are other rules' business)."""
+        if self.messages is None:
+            refused = self.refused.get(role)
+            return not refused or refused.isdisjoint(keys)
+        fields = self.messages.get(role)
+        return fields is None or fields.issuperset(keys)
+
+    def fields(self, role: str, message: Message) -> frozenset[str]:
+        """The keys of ``message`` (of ``role``) to keep."""
+        if self.messages is None:
+            return frozenset(message) - self.refused.get(role, frozenset())
+        return self.messages.get(role, frozenset(message))
 
 
-@lru_cache(maxsize=32)
-def _allowed_for(dialect: str, extra: frozenset[str]) -> _Allowed:
-    return _Allowed(dialect, extra)
+@lru_cache(maxsize=64)
+def _allowed_for(provider: Provider, extra: frozenset[str]) -> _Allowed:
+    return _Allowed(provider, extra)
 
 
 def _allowed(params: Params) -> _Allowed:
     extra = params.get("allow_extra") or ()
     names = frozenset(x for x in extra if type(x) is str) if type(extra) is list else frozenset()
-    return _allowed_for(str(params.get("dialect", "openai")), names)
+    return _allowed_for(provider_of(params), names)
 
 
 def _strays(mapping: Mapping[str, Any], fields: frozenset[str]) -> list[str]:
@@ -149,6 +138,8 @@ def _strays(mapping: Mapping[str, Any], fields: frozenset[str]) -> list[str]:
 
 
 def _call_hits(i: int, message: Message, allowed: _Allowed) -> list[Hit]:
+    if allowed.calls is None:
+        return []
     hits: list[Hit] = []
     for k, call in enumerate(tool_calls_of(message)):
         if type(call) is not dict:
@@ -202,8 +193,8 @@ def _only(mapping: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
 
 
 def _stripped(message: Message, allowed: _Allowed) -> Message:
-    out = _only(message, allowed.messages[message["role"]])
-    if type(out.get("tool_calls")) is list:
+    out = _only(message, allowed.fields(message["role"], message))
+    if allowed.calls is not None and type(out.get("tool_calls")) is list:
         out = {**out, "tool_calls": [_stripped_call(c, allowed) for c in out["tool_calls"]]}
     if type(out.get("content")) is list:
         out = {**out, "content": [_stripped_part(p, allowed) for p in out["content"]]}
@@ -211,7 +202,7 @@ def _stripped(message: Message, allowed: _Allowed) -> Message:
 
 
 def _stripped_call(call: Any, allowed: _Allowed) -> Any:
-    if type(call) is not dict:
+    if type(call) is not dict or allowed.calls is None:
         return call
     out = _only(call, allowed.calls)
     if type(out.get("function")) is dict:

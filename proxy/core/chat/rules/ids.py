@@ -1,7 +1,7 @@
 """Rules about how many tool calls a message may make and what their ids may look like.
 
-Both are OpenAI's limits (provider-rules.md rows O8, O10), switched on by the openai preset
-only; other upstreams set other limits through the parameters.
+The limits are the upstream's record (OpenAI: 128 calls, O8; ids of at most 40 characters, O10;
+Mistral: ids of exactly 9 letters and digits, §4); the parameters override them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from itertools import chain
 
 from proxy.core.chat.messages import History, Message, call_id, tool_calls_of
 from proxy.core.chat.rules import views
+from proxy.core.providers import model_matches, model_of, provider_of
 from proxy.core.rule import BadParam, Hit, Params, rule
 
 
@@ -21,28 +22,32 @@ from proxy.core.rule import BadParam, Hit, Params, rule
     "too_many_tool_calls",
     tools_only=True,
     hint="Send at most 128 tool calls in one assistant message; split bigger steps.",
-    params={"max_calls": 128},
+    params={"max_calls": 0},
 )
 def too_many_tool_calls(history: History, params: Params) -> list[Hit]:
-    """An assistant message with more tool calls than the upstream takes (``max_calls``, 128).
+    """An assistant message with more tool calls than the upstream takes.
 
+    The limit is ``max_calls`` when set (0: the upstream record's; none known: no limit).
     OpenAI (O8) answers ``Invalid 'messages[3].tool_calls': array too long. Expected an array
     with maximum length 128, but got an array with length 200 instead.`` The ``split`` repair
     cuts the calls into consecutive assistant messages of at most ``max_calls`` calls, each
     followed by its own results (moved out of the original tool block). The text stays on the
-    first message; the later ones get ``content: null`` (``""`` outside the openai dialect).
+    first message; the later ones get the content the upstream takes on a tool-call turn
+    (null on OpenAI).
 
-    Never split for Gemini: its results may not be interleaved with parallel calls ("FC1 +
-    signature, FR1, FC2, FR2" is a 400, G4). The gemini preset keeps the rule off; switched on
-    for the gemini dialect its hits are fatal (warned or rejected, never split).
+    Never split where the record forbids it (Gemini: results may not be interleaved with
+    parallel calls, "FC1 + signature, FR1, FC2, FR2" is a 400, G4): there the hits are fatal
+    (warned or rejected, never split).
     """
     limit = _max_calls(params)
+    if not limit:
+        return []
     try:
         if max(map(len, history.index.call_lists), default=0) <= limit:
             return []
     except TypeError:
         pass
-    fatal = params.get("dialect") == "gemini"
+    fatal = not provider_of(params).split_calls
     messages = history.messages
     hits = []
     for i in history.index.callers:
@@ -54,7 +59,9 @@ def too_many_tool_calls(history: History, params: Params) -> list[Hit]:
 
 
 def _max_calls(params: Params) -> int:
-    return max(1, int(params.get("max_calls", 128)))
+    """The limit in force: the parameter, else the record's (0: none)."""
+    limit = int(params.get("max_calls") or 0) or provider_of(params).max_calls
+    return max(1, limit) if limit else 0
 
 
 @too_many_tool_calls.repair("split")
@@ -63,7 +70,7 @@ def _split_calls(history: History, hits: Sequence[Hit], params: Params) -> Histo
     if not targets:
         return history
     limit = _max_calls(params)
-    later_content = None if params.get("dialect", "openai") == "openai" else ""
+    keep, later_content = provider_of(params).new_call_content()
     messages = history.messages
     entries: list[tuple[Message, int | None]] = []
     end = 0  # messages before ``end`` are placed already
@@ -72,13 +79,13 @@ def _split_calls(history: History, hits: Sequence[Hit], params: Params) -> Histo
         end = i + 1
         while end < len(messages) and messages[end]["role"] == "tool":
             end += 1
-        entries.extend(_split_block(messages, i, end, limit, later_content))
+        entries.extend(_split_block(messages, i, end, limit, (keep, later_content)))
     entries.extend((messages[j], j) for j in range(end, len(messages)))
     return history.rebuild(entries)
 
 
 def _split_block(
-    messages: list[Message], i: int, end: int, limit: int, later_content: str | None
+    messages: list[Message], i: int, end: int, limit: int, content: tuple[bool, str | None]
 ) -> list[tuple[Message, int | None]]:
     """The assistant message ``i`` and its tool block ``i+1..end`` as blocks of ``limit`` calls."""
     message = messages[i]
@@ -98,7 +105,9 @@ def _split_block(
     entries: list[tuple[Message, int | None]] = [({**message, "tool_calls": chunks[0]}, i)]
     entries.extend(results[0])
     for chunk, block in zip(chunks[1:], results[1:], strict=True):
-        later: Message = {"role": "assistant", "content": later_content, "tool_calls": chunk}
+        later: Message = {"role": "assistant", "content": content[1], "tool_calls": chunk}
+        if not content[0]:
+            del later["content"]
         if "reasoning_content" in message:
             later["reasoning_content"] = ""  # the reasoning belongs to the first block
         entries.append((later, None))
@@ -107,7 +116,7 @@ def _split_block(
 
 
 def _check_pattern(params: Params) -> None:
-    pattern = str(params.get("pattern", ""))
+    pattern = str(params.get("pattern") or "") or provider_of(params).id_pattern
     try:
         _compiled(pattern)
     except re.error as exc:
@@ -118,7 +127,7 @@ def _check_pattern(params: Params) -> None:
     "tool_call_id_format",
     tools_only=True,
     hint="Use tool call ids of at most 40 characters (or the upstream's id pattern).",
-    params={"max_length": 40, "pattern": ""},
+    params={"max_length": 0, "pattern": ""},
     check_params=_check_pattern,
 )
 def tool_call_id_format(history: History, params: Params) -> list[Hit]:
@@ -126,12 +135,17 @@ def tool_call_id_format(history: History, params: Params) -> list[Hit]:
 
     OpenAI (O10): ``Invalid 'messages[36].tool_calls[0].id': string too long. Expected a string
     with maximum length 40, but got a string with length 51 instead.`` (ids minted by another
-    provider or gateway). ``pattern`` (empty: any) is matched against the whole id, e.g.
-    ``^[a-zA-Z0-9]{9}$`` for Mistral (``Tool call id was turn1_0 but must be a-z, A-Z, 0-9,
-    with a length of 9.``). The ``remap`` repair derives a new id from the old one with a hash,
-    so a call and its results get the same new id wherever they are in the history and the
-    same history always gets the same ids. An id no derived form can fit is a fatal hit.
+    provider or gateway). ``max_length`` and ``pattern`` (matched against the whole id) default
+    to the upstream record's (0 and empty: the record's; none known: any id): Mistral wants 9
+    letters and digits (``Tool call id was turn1_0 but must be a-z, A-Z, 0-9, with a length of
+    9.``, §4), and so do Mistral-family models on template servers (vLLM, Ollama: ``Unexpected
+    tool call id … in tool results``, B1), the only models checked there. The ``remap`` repair
+    derives a new id from the old one with a hash, so a call and its results get the same new id
+    wherever they are in the history and the same history always gets the same ids. An id no
+    derived form can fit is a fatal hit.
     """
+    if not _id_format(params)[0] or not _applies(history, params):
+        return []
     if _all_ids_fit(history, params):
         return []
     fits = _id_check(params)
@@ -158,7 +172,7 @@ def _all_ids_fit(history: History, params: Params) -> bool:
     ids = facts.ids if facts is not None else views.call_ids(history)
     if ids is None:
         return False
-    max_length, pattern = _id_format(params)
+    max_length, pattern, _ = _id_format(params)
     try:
         if max(map(len, ids), default=0) > max_length:
             return False
@@ -185,12 +199,27 @@ def _compiled(pattern: str) -> re.Pattern[str] | None:
     return re.compile(pattern) if pattern else None
 
 
-def _id_format(params: Params) -> tuple[int, re.Pattern[str] | None]:
-    return int(params.get("max_length", 40)), _compiled(str(params.get("pattern", "")))
+def _id_format(params: Params) -> tuple[int, re.Pattern[str] | None, str]:
+    """``(max length, compiled pattern, pattern)`` in force: the parameters, else the record's.
+
+    A record with a pattern and no length gets a length of 64 (no derived id is longer).
+    """
+    provider = provider_of(params)
+    pattern = str(params.get("pattern") or "") or provider.id_pattern
+    max_length = int(params.get("max_length") or 0) or provider.id_max_length
+    if pattern and not max_length:
+        max_length = 64
+    return max_length, _compiled(pattern), pattern
+
+
+def _applies(history: History, params: Params) -> bool:
+    """Whether the record's id format covers the request's model (no globs: every model)."""
+    globs = provider_of(params).id_models
+    return not globs or model_matches(model_of(history.request), globs)
 
 
 def _id_check(params: Params) -> Callable[[str], bool]:
-    max_length, pattern = _id_format(params)
+    max_length, pattern, _ = _id_format(params)
     if pattern is None:
         return lambda value: len(value) <= max_length
     return lambda value: len(value) <= max_length and pattern.fullmatch(value) is not None
@@ -203,7 +232,7 @@ def _new_id(old: str, salt: int, params: Params) -> str | None:
     """The first derived form of ``old`` that fits: ``call_<hex>``, then bare hex or letters."""
     digest = hashlib.blake2b(f"{salt}:{old}".encode(), digest_size=16).hexdigest()
     letters = digest.translate(_HEX_TO_LETTERS)  # for patterns that want no digits
-    longest = min(len(digest), int(params.get("max_length", 40)))
+    longest = min(len(digest), _id_format(params)[0])
     short = (form[:size] for size in range(longest, 0, -1) for form in (digest, letters))
     prefixed = (f"call_{digest[:24]}", f"call_{digest[: max(longest - 5, 8)]}")
     return next(filter(_id_check(params), chain(prefixed, short)), None)

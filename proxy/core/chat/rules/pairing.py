@@ -8,6 +8,7 @@ finally calls without a result answered. After all five the history is well pair
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from heapq import merge
 from typing import Any
 
 from proxy.core.chat.messages import History, Message, call_id, function_name, stable_id
@@ -29,7 +30,10 @@ from proxy.core.chat.rules.rebuild import (
     salvage_message,
     tool_runs,
 )
+from proxy.core.providers import provider_of
 from proxy.core.rule import Hit, Params, rule
+
+_NAMED = ("expected", "required")  # tool_name values: the proxy's own tool messages carry it
 
 # --- duplicate_tool_call_id --------------------------------------------------------------------
 
@@ -40,25 +44,40 @@ from proxy.core.rule import Hit, Params, rule
     hint="Give every tool call its own id, unique across the whole history.",
 )
 def duplicate_tool_call_id(history: History, params: Params) -> list[Hit]:
-    """One tool-call id used by two calls, in one assistant message or across messages.
+    """Two calls with one id open at the same time, so that their results would be ambiguous.
 
-    Providers pair results with calls by id, so a reused id (client-minted ids, models
-    repeating theirs; agno#5116) ends in OpenAI's ``Duplicate value for 'tool_call_id'`` or
-    Mistral's call/response count error (3230). The ``rename`` repair gives every later
-    duplicate a stable id derived from the original id and its position, and rebinds results
-    in order: a tool message answering the duplicated id binds to the nearest preceding call
-    with that id not answered yet (the first such call when one message holds several).
+    Open at once: both in one assistant message, or the second made before the first was
+    answered. Providers pair results with calls by id: OpenAI answers ``Duplicate value for
+    'tool_call_id'`` (O4, agno#5116), Mistral counts calls against responses (3230). An id
+    reused in a later turn after its first call was answered is no hit: pydantic-ai and
+    LiteLLM replay such histories, Kimi's native ids repeat across rounds by design
+    (``search_web:0``, B1), and no upstream was seen refusing them. The ``rename`` repair
+    gives every later duplicate a stable id derived from the original id and its position, and
+    rebinds results in order: a tool message answering the duplicated id binds to the nearest
+    preceding call with that id not answered yet (the first such call when one message holds
+    several).
     """
     if well_paired(history):
         return []
+    messages = history.messages
     hits = []
-    first: dict[str, int] = {}
-    for c, j, cid in _calls(history):
-        if cid in first:
-            detail = f"tool call id {cid!r} is already used in {history.path(first[cid])}"
-            hits.append(Hit(c, f".tool_calls[{j}].id", detail, data=(j, cid)))
-        else:
-            first[cid] = c
+    waiting: dict[str, list[int]] = {}  # id -> positions of its calls not answered yet
+    for i in merge(history.index.callers, history.index.tools):
+        if messages[i]["role"] == "tool":
+            open_calls = waiting.get(result_id(messages[i]) or "")
+            if open_calls:
+                open_calls.pop()
+            continue
+        for j, call in enumerate(calls_of(messages[i]) or ()):
+            cid = call_id(call)
+            if cid is None:
+                continue
+            open_calls = waiting.setdefault(cid, [])
+            if open_calls:
+                detail = f"tool call id {cid!r} is already used in {history.path(open_calls[0])}"
+                detail += ", whose call is not answered yet"
+                hits.append(Hit(i, f".tool_calls[{j}].id", detail, data=(j, cid)))
+            open_calls.append(i)
     return hits
 
 
@@ -249,7 +268,7 @@ def _restore(history: History, hits: Sequence[Hit], params: Params) -> History:
             results.append((message, t))
         out: Entries = []
         if calls:
-            out.append((call_message(calls, params.get("dialect")), None))
+            out.append((call_message(calls, provider_of(params)), None))
         out.extend(results)
         return out + (salvage_message(history, rest, template) if rest else [])
 
@@ -302,8 +321,8 @@ def _synthesize(history: History, hits: Sequence[Hit], params: Params) -> Histor
     for hit in hits:
         _, cid, name = hit.data
         result: Message = {"role": "tool", "tool_call_id": cid, "content": text}
-        if params.get("dialect") == "gemini" and name is not None:
-            result["name"] = name
+        if provider_of(params).tool_name in _NAMED and name is not None:
+            result["name"] = name  # as the upstream's own examples write it (Gemini G13)
         if hit.index not in ends:
             ends[hit.index] = block_end(history.messages, hit.index)
         inserts.setdefault(ends[hit.index], []).append((result, None))

@@ -1,9 +1,9 @@
 """Rules one upstream needs and another does not: names on tool messages, echoed extras.
 
-Each rule reads ``params["dialect"]`` (openai, deepseek, gemini) or ``params["repair"]`` where
-the upstreams differ; the presets switch each one on only where its provider asks for it
-(DESIGN §4). Error texts quoted in the docstrings are the providers' own, from
-``provider-rules.md`` (rows G13, D3/D4, G1-G4).
+Each rule reads the upstream's record (``params["provider"]``: which models think, which
+validate signatures) and the request (``history.request``: its ``model`` and ``thinking``), or
+``params["repair"]`` where the repairs pull in opposite directions. Error texts quoted in the
+docstrings are the providers' own, from ``provider-rules.md`` (rows G13, D3-D6, G1-G4, §4).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from operator import itemgetter
 from typing import Any
 
 from proxy.core.chat.messages import History, Message, call_id, function_name, tool_calls_of
+from proxy.core.providers import model_matches, model_of, provider_of, switch
 from proxy.core.rule import Hit, Params, rule
 
 #: Google's documented dummy signature: "skip_thought_signature_validator" skips validation (G3).
@@ -31,12 +32,12 @@ _NAME = itemgetter("name")
 def tool_message_name(history: History, params: Params) -> list[Hit]:
     """``name`` missing on tool messages where the upstream needs it, or present where refused.
 
-    Gemini (G13) expects ``name`` on every ``role: "tool"`` message (Google's own examples send
-    it; without it: ``Request contains an invalid argument.``, natively ``function_response.name:
-    Name cannot be empty.``). With the ``add`` repair configured, a tool message without a
-    non-empty string ``name`` whose call is known gets that call's function name. With
-    ``strip`` configured (xAI: ``Only messages of role 'user' can have a name.``), every tool
-    message carrying ``name`` is a hit and loses it.
+    Gemini's examples send ``name`` on every ``role: "tool"`` message (G13), but a tool
+    message without it is accepted (only its cause of a 400 was reported; seed 002 even
+    removed it), so no preset adds it: ``add`` is an opt-in repair, for which a tool message
+    without a non-empty string ``name`` whose call is known gets that call's function name.
+    With ``strip`` configured (the xai preset; xAI: ``Only messages of role 'user' can have a
+    name.``, §4), every tool message carrying ``name`` is a hit and loses it.
     """
     index = history.index
     messages = history.messages
@@ -99,21 +100,39 @@ def _strip_name(history: History, hits: Sequence[Hit], params: Params) -> Histor
     )
 
 
+def _thinking(history: History, params: Params) -> bool:
+    """Whether the request runs in thinking mode: the request's switch when it has one, else
+    whether its model is one that thinks by default (``models``, else the record's)."""
+    provider = provider_of(params)
+    on = switch(history.request, provider.thinking_switch)
+    if on is not None:
+        return on
+    globs = params.get("models") or provider.thinking_models
+    return model_matches(model_of(history.request), globs)
+
+
 @rule(
     "missing_reasoning_content",
     tools_only=True,
     hint="Pass each tool-call turn's 'reasoning_content' back to the API unchanged.",
+    params={"models": []},
 )
 def missing_reasoning_content(history: History, params: Params) -> list[Hit]:
-    """DeepSeek thinking mode: an assistant tool-call message without ``reasoning_content``.
+    """Thinking mode: an assistant tool-call message without ``reasoning_content``.
 
     DeepSeek V4 answers ``The `reasoning_content` in the thinking mode must be passed back to
     the API.`` (D4; V3.2: ``Missing `reasoning_content` field in the assistant message at message
-    index 2.``, D3). A missing or null field is a hit; the ``add`` repair sets it to ``""``, the
-    value clients use when the reasoning is lost (D6). On other dialects the field is a stray
-    that ``unknown_message_field`` strips unless listed in its ``allow_extra``.
+    index 2.``, D3; doc D5); Kimi ``thinking is enabled but reasoning_content is missing in
+    assistant tool call message at index 4`` (§4, B1). Thinking mode: the request's
+    ``thinking: {"type": "enabled"}`` (``"disabled"`` turns it off), else a model of ``models``
+    (globs; empty: the record's, e.g. ``deepseek-reasoner*``, ``deepseek-v4*``,
+    ``kimi-k2-thinking*``). A non-thinking request (``deepseek-chat``) or one without a model
+    is left alone. A missing or null field is a hit; the ``add`` repair sets it to ``""``, the
+    value clients use when the reasoning is lost (D6, obsidian-yolo PR#243).
     """
     if None not in map(dict.get, history.index.caller_messages, repeat("reasoning_content")):
+        return []
+    if not _thinking(history, params):
         return []
     messages = history.messages
     return [
@@ -136,10 +155,14 @@ def _add_reasoning(history: History, hits: Sequence[Hit], params: Params) -> His
     "thought_signature",
     tools_only=True,
     hint="Echo each tool call's extra_content.google.thought_signature back as Gemini sent it.",
-    params={"signature": DUMMY_SIGNATURE},
+    params={"signature": DUMMY_SIGNATURE, "models": []},
 )
 def thought_signature(history: History, params: Params) -> list[Hit]:
     """Gemini 3: a step of the current turn whose first call has no thought signature.
+
+    Only requests for a model of ``models`` (globs; empty: the record's, ``gemini-3*``; a
+    ``models/`` prefix is ignored) are checked: for Gemini 2.5 the signature is "optional to
+    return" (G2).
 
     Gemini answers ``Function call is missing a thought_signature in functionCall parts. This
     is required for tools to work correctly ...`` (G1). Google's rules (G2): "The first
@@ -152,6 +175,9 @@ def thought_signature(history: History, params: Params) -> list[Hit]:
     """
     callers = history.index.callers
     if not callers:
+        return []
+    globs = params.get("models") or provider_of(params).signature_models
+    if not model_matches(model_of(history.request), globs):
         return []
     messages = history.messages
     hits = []

@@ -15,6 +15,7 @@ from typing import Any
 
 from proxy.core.chat.messages import History, Message, call_id
 from proxy.core.chat.rules.blocks import as_text, block_end, calls_of, result_id
+from proxy.core.providers import Provider
 from proxy.core.rule import Hit
 
 Entries = list[tuple[Message, int | None]]  # (message, its position, None if new)
@@ -67,14 +68,14 @@ def salvage_message(history: History, orphans: list[int], template: str) -> Entr
     return [({"role": "user", "content": "\n\n".join(texts)}, None)]
 
 
-def call_message(calls: list[Any], dialect: Any) -> Message:
-    """An assistant message making ``calls`` and saying nothing, as the dialect takes it."""
-    # OpenAI documents null content on tool-call turns; DeepSeek wants a string (D11, D13);
-    # Gemini refuses null and reportedly "" (G9, G10) and takes the key left out. The same
-    # choices as content_null's, so no later rule has to touch the new message.
-    if dialect == "gemini":
+def call_message(calls: list[Any], provider: Provider) -> Message:
+    """An assistant message making ``calls`` and saying nothing, as the upstream takes it."""
+    # Null where the record allows it on tool-call turns (OpenAI O14, DeepSeek D12), the key
+    # left out where only that is allowed (Gemini G9, G10), else "": content_null's choices,
+    # so no later rule has to touch the new message.
+    keep, content = provider.new_call_content()
+    if not keep:
         return {"role": "assistant", "tool_calls": calls}
-    content = "" if dialect == "deepseek" else None
     return {"role": "assistant", "content": content, "tool_calls": calls}
 
 

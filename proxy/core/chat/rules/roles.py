@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proxy.core.chat.messages import KNOWN_ROLES, History, Message, stable_id, tool_calls_of
+from proxy.core.providers import provider_of
 from proxy.core.rule import Hit, Params, rule
 
 
@@ -17,9 +18,12 @@ def legacy_function_role(history: History, params: Params) -> list[Hit]:
     """Legacy function calling: ``role: "function"`` results or an assistant ``function_call``.
 
     OpenAI o-series and DeepSeek reject the ``function`` role (``does not support 'function'
-    with this model``). The ``convert`` repair turns each ``function_call`` into a one-element
-    ``tool_calls`` with a stable id and each ``function`` message into a ``tool`` message
-    answering the latest unanswered call of that name.
+    with this model``, O21, D14). A ``function_call: null`` (what the openai SDK's stream
+    accumulator leaves on every assistant message) is no legacy call and no hit: where an
+    upstream refuses the key, ``unknown_message_field`` strips it. The ``convert`` repair turns
+    each ``function_call`` into a one-element ``tool_calls`` with a stable id and each
+    ``function`` message into a ``tool`` message answering the latest unanswered call of that
+    name.
     """
     index = history.index
     if "function" not in index.roles and "function_call" not in index.keys.get("assistant", ()):
@@ -28,7 +32,7 @@ def legacy_function_role(history: History, params: Params) -> list[Hit]:
     for i, message in enumerate(history.messages):
         if message["role"] == "function":
             hits.append(Hit(i, ".role", "legacy 'function' role message"))
-        elif message["role"] == "assistant" and "function_call" in message:
+        elif message["role"] == "assistant" and message.get("function_call") is not None:
             hits.append(Hit(i, ".function_call", "legacy assistant 'function_call'"))
     return hits
 
@@ -49,7 +53,7 @@ def _convert_legacy(history: History, hits: Sequence[Hit], params: Params) -> Hi
 
 def _as_tool_call(message: Message, origin: int | None, pending: dict[str, list[str]]) -> Message:
     out = {k: v for k, v in message.items() if k != "function_call"}
-    call = message["function_call"]
+    call = message.get("function_call")
     if type(call) is not dict:
         return out
     name = call.get("name")
@@ -76,9 +80,11 @@ def developer_role(history: History, params: Params) -> list[Hit]:
     """``role: "developer"`` sent to a provider that does not know it.
 
     DeepSeek answers ``unknown variant `developer`, expected one of `system`, `user`,
-    `assistant`, `tool```; the ``rename`` repair turns it into ``system``.
+    `assistant`, `tool``` (D14); DashScope and Volcengine refuse it too (§4). Upstreams whose
+    record lists the role (OpenAI, Gemini) find nothing. The ``rename`` repair turns it into
+    ``system``.
     """
-    if "developer" not in history.index.roles:
+    if "developer" not in history.index.roles or "developer" in provider_of(params).roles:
         return []
     return [
         Hit(i, ".role", "'developer' role is not supported by this upstream")
@@ -97,13 +103,18 @@ def _rename_developer(history: History, hits: Sequence[Hit], params: Params) -> 
     hint="Use one of the roles system, developer, user, assistant, tool.",
 )
 def unknown_role(history: History, params: Params) -> list[Hit]:
-    """A role no provider knows (``model``, ``human``, ``bot``…): always rejected, never guessed."""
-    if history.index.roles <= KNOWN_ROLES:
+    """A role neither a provider's chat API nor this upstream knows (``model``, ``human``…).
+
+    Always rejected, never guessed. Roles the upstream's record lists pass (DeepSeek's
+    ``latest_reminder``, D14).
+    """
+    known = KNOWN_ROLES | provider_of(params).roles
+    if history.index.roles <= known:
         return []
     return [
         Hit(i, ".role", f"unknown role {message['role']!r}")
         for i, message in enumerate(history.messages)
-        if message["role"] not in KNOWN_ROLES
+        if message["role"] not in known
     ]
 
 

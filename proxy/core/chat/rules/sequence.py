@@ -13,6 +13,7 @@ from operator import itemgetter, sub
 from proxy.core.chat.messages import History, Message, at
 from proxy.core.chat.rules import views
 from proxy.core.chat.rules.blocks import calls_of, is_empty, join_contents
+from proxy.core.providers import model_matches, model_of, provider_of
 from proxy.core.rule import Hit, Params, rule
 
 Entries = list[tuple[Message, int | None]]
@@ -23,7 +24,14 @@ _TURN_SEPARATOR = "\n\n"
 
 
 def _makes_calls(message: Message) -> bool:
-    return bool(message.get("tool_calls")) or "function_call" in message
+    return bool(message.get("tool_calls")) or message.get("function_call") is not None
+
+
+def _strict_order(history: History, params: Params) -> bool:
+    """Whether the request's model is one whose upstream or template wants strict role order
+    (the record's ``alternation_models``; none listed: every model)."""
+    globs = provider_of(params).alternation_models
+    return not globs or model_matches(model_of(history.request), globs)
 
 
 def _plain_assistant(message: Message) -> bool:
@@ -157,10 +165,15 @@ def consecutive_same_role(history: History, params: Params) -> list[Hit]:
     Left when a client drops an interrupted reply (Cherry Studio PR#5051). DeepSeek R1:
     ``deepseek-reasoner does not support successive user or assistant messages (messages[1]
     and messages[2] in your input).``; strict chat templates (llama.cpp, Mistral) demand
-    alternation. The ``merge`` repair joins each run into its first message: strings joined
-    with ``separator``, parts lists concatenated (a string becomes a text part); the first
-    message's other fields are kept.
+    alternation (``After the optional system message, conversation roles must alternate user
+    and assistant roles except for tool calls and results.``, B1). On template servers only
+    the models of the record's ``alternation_models`` (the Mistral family) are checked. The
+    ``merge`` repair joins each run into its first message: strings joined with ``separator``,
+    parts lists concatenated (a string becomes a text part); the first message's other fields
+    are kept.
     """
+    if not _strict_order(history, params):
+        return []
     messages = history.messages
     hits = []
     previous = None
@@ -187,4 +200,46 @@ def _merge_same_role(history: History, hits: Sequence[Hit], params: Params) -> H
     return history.rebuild(entries)
 
 
-RULES = (empty_assistant_message, function_call_turn_order, consecutive_same_role)
+# --- user_after_tool ---------------------------------------------------------------------------
+
+BRIDGE_TEXT = "Tool results received."
+
+
+@rule(
+    "user_after_tool",
+    hint="Put an assistant message between tool results and the next user message.",
+    params={"text": BRIDGE_TEXT},
+)
+def user_after_tool(history: History, params: Params) -> list[Hit]:
+    """A user message right after tool results, where the upstream wants an assistant turn.
+
+    Left when a user cancels a tool run or answers before the model does (Mistral Vibe#578,
+    datapizza#98). Mistral: ``Unexpected role 'user' after role 'tool'`` (400, code 3230,
+    §4); Mistral templates on vLLM and llama.cpp fail the same way (B1). On template servers
+    only the models of the record's ``alternation_models`` are checked. The ``bridge`` repair
+    inserts an assistant message saying ``text`` between them.
+    """
+    index = history.index
+    if not index.tools or "user" not in index.roles or not _strict_order(history, params):
+        return []
+    messages = history.messages
+    return [
+        Hit(i, ".role", "user message right after a tool message")
+        for i in range(1, len(messages))
+        if messages[i]["role"] == "user" and messages[i - 1]["role"] == "tool"
+    ]
+
+
+@user_after_tool.repair("bridge")
+def _bridge(history: History, hits: Sequence[Hit], params: Params) -> History:
+    bridge: Message = {"role": "assistant", "content": str(params.get("text") or BRIDGE_TEXT)}
+    before = {hit.index for hit in hits}
+    entries: Entries = []
+    for i, message in enumerate(history.messages):
+        if i in before:
+            entries.append((bridge, None))
+        entries.append((message, i))
+    return history.rebuild(entries)
+
+
+RULES = (empty_assistant_message, function_call_turn_order, consecutive_same_role, user_after_tool)

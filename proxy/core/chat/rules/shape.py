@@ -12,19 +12,22 @@ from typing import Any
 from proxy.core.chat.messages import History, text_of
 from proxy.core.chat.rules import views
 from proxy.core.chat.rules.calls import compact, kind
+from proxy.core.providers import Provider, provider_of
 from proxy.core.rule import Hit, Params, rule
 
 
-def _parts_problem(content: list[Any], dialect: Any) -> str | None:
+def _parts_hit(i: int, content: list[Any], provider: Provider) -> Hit | None:
     """Why a tool message's parts must become one string, if they must."""
     if text_of(content) is None:
-        return None  # image or other parts: image_outside_user's or content_parts_unsupported's
+        if provider.tool_text_only and provider.content_parts:
+            return _part_hit(i, content)  # fatal: a non-text part cannot become text
+        return None  # image_outside_user's or content_parts_unsupported's business
     if not content:
-        return "tool content is an empty array"
-    if dialect == "deepseek":
-        return "tool content is an array of parts; this upstream takes a string"
+        return Hit(i, ".content", "tool content is an empty array")
+    if provider.tool_text_only:
+        return Hit(i, ".content", "tool content is an array of parts; this upstream takes a string")
     if any(type(part) is str for part in content):
-        return "tool content is an array of bare strings, not content parts"
+        return Hit(i, ".content", "tool content is an array of bare strings, not content parts")
     return None
 
 
@@ -36,16 +39,21 @@ def _parts_problem(content: list[Any], dialect: Any) -> str | None:
 def tool_content_shape(history: History, params: Params) -> list[Hit]:
     """A ``tool`` message whose content is an object, number, boolean, null or missing.
 
-    Gemini: ``Expected string or list of content parts, got: null``; DeepSeek needs the key
-    (``missing field `content```) and a string (``invalid type: sequence, expected a
-    string``). The ``stringify`` repair encodes values as compact JSON, null or missing as
-    ``""``, and joins text parts with newlines where the upstream needs a string (DeepSeek) or
-    the parts are bare strings. Arrays holding image or other parts are left to other rules.
+    Gemini: ``Expected string or list of content parts, got: null`` (G9); DeepSeek needs the
+    key (``missing field `content```, D11) and a string (``invalid type: sequence, expected a
+    string``, D9). Gemini's compat layer wants a string too (seed 002: LangChain's
+    ``ToolMessage`` with content blocks was refused). The ``stringify`` repair encodes values
+    as compact JSON, null or missing as ``""``, and joins text parts with newlines where the
+    upstream's record wants a string (DeepSeek, Gemini) or the parts are bare strings. A
+    non-text part (an image) in a tool message cannot become text: where the upstream takes
+    parts elsewhere but a string here (Gemini) the hit is fatal and names the part (the
+    request is rejected, nothing is dropped); where it takes no parts at all (DeepSeek)
+    ``content_parts_unsupported`` rejects it; elsewhere it is ``image_outside_user``'s.
     """
     if "tool" not in views.odd_roles(history):
         return []
     messages = history.messages
-    dialect = params.get("dialect")
+    provider = provider_of(params)
     hits = []
     for i in history.index.odd_content:
         message = messages[i]
@@ -53,13 +61,13 @@ def tool_content_shape(history: History, params: Params) -> list[Hit]:
         if message["role"] != "tool" or type(content) is str:
             continue
         if type(content) is list:
-            detail = _parts_problem(content, dialect)
+            hit = _parts_hit(i, content, provider)
         elif "content" not in message:
-            detail = "tool message without content"
+            hit = Hit(i, ".content", "tool message without content")
         else:
-            detail = f"tool content is {kind(content)}, expected a string"
-        if detail is not None:
-            hits.append(Hit(i, ".content", detail))
+            hit = Hit(i, ".content", f"tool content is {kind(content)}, expected a string")
+        if hit is not None:
+            hits.append(hit)
     return hits
 
 
@@ -104,12 +112,13 @@ def content_parts_unsupported(history: History, params: Params) -> list[Hit]:
     """Content sent as an array of parts to an upstream that only takes strings (DeepSeek).
 
     DeepSeek: ``Failed to deserialize the JSON body into the target type: messages[9]: invalid
-    type: sequence, expected a string``, and for image parts ``data did not match any variant
-    of untagged enum ChatCompletionRequestContent``. The ``join`` repair joins text parts with
-    newlines (an empty array becomes ``""``); image, audio or other parts cannot be turned
-    into text, so they are rejected.
+    type: sequence, expected a string`` (D9), and for image parts ``data did not match any
+    variant of untagged enum ChatCompletionRequestContent`` (D10). Only upstreams whose record
+    says they take no parts have hits. The ``join`` repair joins text parts with newlines (an
+    empty array becomes ``""``); image, audio or other parts cannot be turned into text, so
+    they are rejected.
     """
-    if params.get("dialect") != "deepseek" or list not in views.odd_types(history):
+    if provider_of(params).content_parts or list not in views.odd_types(history):
         return []
     messages = history.messages
     return [

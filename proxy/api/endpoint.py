@@ -1,0 +1,235 @@
+"""The proxy endpoint: every ``/v1/…`` and ``/{upstream}/v1/…`` request, as a raw ASGI callable.
+
+A ``POST`` to a wire API unit's path (:mod:`proxy.api.units`: chat completions, Responses) is
+parsed once (orjson), routed, checked under the upstream's policy and then rejected (400 naming
+the item, the rule and the fix), forwarded as the original bytes (clean, warned) or forwarded
+repaired. Every other path is relayed untouched. The answer is relayed chunk by chunk as it
+arrives. When the upstream refuses a unit's request for a catalogued reason before any byte
+reached the client, :mod:`proxy.api.retry` repairs it and sends it once more. No FastAPI
+machinery on this path: no body model, no dependency injection, one state object per request.
+
+Choices a client can see:
+
+- Keys: an upstream whose ``api_key_env`` is set gets that key, replacing the client's
+  ``Authorization``; otherwise the client's passes through, except when client keys are
+  configured: then the client's ``Authorization`` holds a key for this proxy, which is never
+  forwarded (the upstream answers 401, which says plainly that its key is missing).
+- ``x-request-id`` in the answer is the proxy's request id (the client's own when sane); the
+  upstream's ``x-request-id`` comes back as ``x-upstream-request-id``.
+- ``x-toolcall-guard-record`` names the record as the answer starts; the record is submitted
+  when the answer ends (with the status the client got and the upstream's error) and can be read
+  at once (the writer serves records it has not stored yet).
+- A client that disconnects, before the upstream answered or while its answer is relayed,
+  cancels the upstream request: its connection is closed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from time import perf_counter
+
+from starlette.types import Receive, Scope, Send
+
+from proxy.api import limits
+from proxy.api.counters import Counters
+from proxy.api.guard import Guard
+from proxy.api.headers import ClientHeaders, own_headers
+from proxy.api.learned import LearnedStrips
+from proxy.api.retry import Retry
+from proxy.api.state import Attempt, RequestState
+from proxy.api.units import UNITS, WireApi
+from proxy.errors import ProxyError, Unauthorized
+from proxy.relay.asgi import (
+    ClientGone,
+    ClientWatch,
+    read_body,
+    relay_body,
+    send_error,
+    start_response,
+)
+from proxy.relay.base import RawHeaders, Relay, UpstreamResponse
+from proxy.relay.http import decoded, upstream_target
+from proxy.repairlog import RecordWriter, classify_upstream_error
+from proxy.repairlog.record import new_record_id
+from proxy.routing import Router
+from proxy.settings import Settings
+
+
+class ProxyEndpoint:
+    """Serves ``/v1/…`` and ``/{upstream}/v1/…``; :meth:`bind` it to a relay before use."""
+
+    def __init__(self, settings: Settings, units: dict[str, WireApi] | None = None) -> None:
+        server = settings.server
+        self.router = Router(settings)
+        self.units = UNITS if units is None else units
+        self.max_body = server.max_body_bytes
+        self.body_timeout = server.body_timeout
+        self.log_contents = server.log_contents
+        self.error_bytes = settings.repair_log.max_error_body_bytes
+        self.base_urls = {name: u.base_url for name, u in settings.upstreams.items()}
+        self.counters = Counters()
+        #: Fields upstreams refused, stripped up front (per process; ``/repairs/learned``).
+        self.learned = LearnedStrips()
+        self.guard = Guard(settings, self.counters, self.learned)
+        self.retry = Retry(settings, self.counters, self.learned)
+        # Keys are read from the environment once, at start.
+        self.injected = {
+            name: b"Bearer " + key.encode()
+            for name, u in settings.upstreams.items()
+            if (key := settings.secret(u.api_key_env))
+        }
+        self.client_keys = frozenset(key.encode() for key in settings.client_keys())
+        self.relay: Relay | None = None
+        self.writer: RecordWriter | None = None
+
+    def bind(self, relay: Relay | None, writer: RecordWriter | None) -> None:
+        self.relay = relay
+        self.writer = writer
+
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, target: tuple[str | None, str]
+    ) -> None:
+        state = RequestState(scope, receive, send)
+        log = state.log
+        try:
+            self._authorize(state.auth)  # first: nothing, not even upstream names, before a key
+            prefix, rest = target
+            upstream = self.router.by_prefix(prefix) if prefix is not None else None
+            path = upstream_target(scope, prefix, rest)
+            body = await read_body(receive, self.max_body, self.body_timeout)
+            state.body_size = len(body)
+            unit = self.units.get(rest) if scope["method"] == "POST" else None
+            if unit is not None:
+                upstream, body = self.guard.check(state, unit, upstream, body)
+            elif upstream is None:
+                header = _text(state.upstream_header)  # the body is parsed only when it must be
+                model = limits.model_of(body) if header is None else None
+                upstream = self.router.pick(header, model)
+            log.upstream = upstream
+            await self._forward(state, upstream, path, body)
+        except ProxyError as exc:
+            log.status = exc.status
+            log.error = exc.code
+            if not state.started:
+                await send_error(send, exc, self._own_headers(state))
+        except ClientGone:
+            log.status = 499  # nginx's "client closed request"; nothing was sent
+            log.end = "client_gone"
+        finally:
+            self._finish(state)
+
+    def _authorize(self, auth: bytes | None) -> None:
+        if not self.client_keys:
+            return
+        scheme, _, token = (auth or b"").partition(b" ")
+        if scheme.lower() != b"bearer" or token.strip() not in self.client_keys:
+            raise Unauthorized(
+                "This proxy needs a client key: send 'Authorization: Bearer <key>' with one of "
+                "the keys configured in the variable named by server.client_keys_env."
+            )
+
+    async def _forward(self, state: RequestState, upstream: str, path: str, body: bytes) -> None:
+        assert self.relay is not None, "ProxyEndpoint used before bind()"
+        url = self.base_urls[upstream] + path
+        headers = self._upstream_headers(state, upstream)
+        watch = ClientWatch(state.receive)
+        try:
+            response = await self._send(state, upstream, url, headers, body)
+            if self.retry.may_retry(state, upstream, response.status):
+                key = self.injected.get(upstream)
+                replayed, again = await self.retry.refused(state, upstream, response, key)
+                response = replayed
+                if again is not None:
+                    response = await self._send(state, upstream, url, headers, again)
+                    self.retry.sent(state, upstream, response.status)
+            await self._relay(state, upstream, response)
+        except asyncio.CancelledError:
+            if not watch.absorb():
+                raise
+            state.log.status = state.log.status or 499  # nginx's "client closed request"
+            state.log.end = "client_gone"
+        finally:
+            watch.stop()
+
+    async def _send(
+        self, state: RequestState, upstream: str, url: str, headers: RawHeaders, body: bytes
+    ) -> UpstreamResponse:
+        assert self.relay is not None
+        sent = perf_counter()
+        if not state.attempts:  # the proxy's own share: everything before the first send
+            self.counters.overhead.observe(sent - state.log.t0)
+        response = await self.relay.send(upstream, state.scope["method"], url, headers, body)
+        waited = perf_counter() - sent
+        state.log.upstream_ms = (state.log.upstream_ms or 0.0) + waited * 1000
+        self.counters.upstream_seconds(upstream).observe(waited)
+        if state.attempts:
+            state.attempts[-1].status = response.status
+        return response
+
+    async def _relay(self, state: RequestState, upstream: str, response: UpstreamResponse) -> None:
+        try:
+            await self._answer(state, upstream, response)
+        finally:  # also when cancelled before the body started (relay_body closes it then)
+            await response.aclose()
+
+    async def _answer(self, state: RequestState, upstream: str, response: UpstreamResponse) -> None:
+        log = state.log
+        status = log.status = response.status
+        capture = 0
+        if state.api is not None and 400 <= status < 500:
+            capture = self.error_bytes
+            state.record_id = state.record_id or new_record_id()
+        out = ClientHeaders(response.headers, self._own_headers(state), log)
+        await start_response(state.scope, state.send, status, out.headers)
+        log.end, captured = await relay_body(
+            state.send, response, sized=out.sized, sse=out.sse, capture=capture
+        )
+        if captured is not None and state.attempts:
+            text = decoded(captured, out.encoding, capture)
+            self._refused(state, upstream, state.attempts[-1], status, text)
+
+    def _refused(
+        self, state: RequestState, upstream: str, attempt: Attempt, status: int, text: str
+    ) -> None:
+        attempt.error = text = state.scrub(text, self.injected.get(upstream))
+        attempt.error_kind = kind = classify_upstream_error(status, text)
+        self.counters.upstream_rejected(upstream, state.api or "-", kind or "unknown").inc()
+
+    def _own_headers(self, state: RequestState) -> RawHeaders:
+        extra: RawHeaders = []
+        if state.mode_ignored:
+            extra.append((b"x-toolcall-guard-mode-ignored", b"server.allow_mode_header is off"))
+        retried = [a.retried_rule for a in state.attempts if a.retried_rule]
+        if retried:
+            extra.append((b"x-toolcall-guard-retried", ",".join(retried).encode()))
+        return own_headers(state.log, state.record_id, extra)
+
+    def _upstream_headers(self, state: RequestState, upstream: str) -> RawHeaders:
+        headers = state.forward
+        key = self.injected.get(upstream)
+        if key is not None:
+            headers.append((b"authorization", key))
+        elif state.auth is not None and not self.client_keys:
+            # With client keys configured the client's Authorization is a key for this proxy,
+            # not for the upstream: it is never forwarded (the upstream then answers 401).
+            headers.append((b"authorization", state.auth))
+        return headers
+
+    def _finish(self, state: RequestState) -> None:
+        log = state.log
+        if log.status is None:  # an unexpected error is on its way to the app's one handler
+            log.status, log.error = 502, "proxy_internal_error"
+        upstream = log.upstream or "-"
+        self.counters.request(upstream, state.api or "passthrough", str(log.status)).inc()
+        if self.log_contents:
+            log.request = state.data
+        wanted = self.writer is not None and state.wants_record()
+        if wanted:
+            log.record = state.record_id = state.record_id or new_record_id()
+        log.emit()  # before the record: it sets the total duration the record keeps
+        if wanted and self.writer is not None:
+            self.writer.submit(state.record(upstream))
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1").strip()

@@ -1,0 +1,163 @@
+"""The check a wire API unit's request goes through before it is sent: parse, route, policy.
+
+The body is parsed once; its item list is checked for the structure every request needs
+(always a 400 otherwise, recorded like any rejection), routed, and run through the routed
+upstream's policy. The bytes to send come back: the original bytes when nothing changed.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import Any
+
+import orjson
+
+from proxy.api import limits
+from proxy.api.counters import Counters
+from proxy.api.learned import LearnedStrips
+from proxy.api.state import Attempt, RequestState
+from proxy.api.units import WireApi
+from proxy.core.chat.messages import MalformedHistory
+from proxy.core.policy import MODES, Outcome, Policy
+from proxy.core.registry import ALL_RULES
+from proxy.core.rule import Finding
+from proxy.errors import BadRequestBody, HistoryRejected
+from proxy.repairlog.record import new_record_id
+from proxy.routing import Router
+from proxy.settings import Settings
+
+#: The pseudo-rule of findings about a body no policy can work on (always a 400).
+MALFORMED = "malformed_history"
+
+
+class Guard:
+    """Parses, routes and sanitizes the requests of wire API units."""
+
+    def __init__(
+        self, settings: Settings, counters: Counters, learned: LearnedStrips | None = None
+    ) -> None:
+        self.server = settings.server
+        self.learned = learned
+        self.router = Router(settings)
+        self.counters = counters
+        self.policies = {
+            name: {mode: settings.policy_for(name).with_mode(mode) for mode in MODES}
+            for name in settings.upstreams
+        }
+
+    def policy(self, upstream: str, state: RequestState) -> Policy:
+        """The routed upstream's policy, in the mode the request asked for when allowed."""
+        policies = self.policies[upstream]
+        if state.mode is None:
+            return policies["repair"]
+        if not self.server.allow_mode_header:
+            state.mode_ignored = True
+            return policies["repair"]
+        try:
+            return policies[mode_of(state)]
+        except KeyError:
+            raise BadRequestBody(
+                f"x-toolcall-guard-mode must be one of {', '.join(MODES)}."
+            ) from None
+
+    def check(
+        self, state: RequestState, unit: WireApi, upstream: str | None, body: bytes
+    ) -> tuple[str, bytes]:
+        """Parse, route and sanitize; the upstream and the bytes to forward."""
+        log = state.log
+        log.route = state.api = unit.name
+        started = perf_counter()
+        data = state.data = limits.parse(body, self.server.max_json_depth)
+        items = self._items(state, unit, data)
+        unit.check_sizes(items, len(body), self.server)
+        model = data.get("model")
+        log.model = model if type(model) is str else None
+        state.stream = data.get("stream") is True
+        upstream = upstream or self.router.pick(_text(state.upstream_header), model)
+        policy = state.policy = self.policy(upstream, state)
+        outcome = state.outcome = unit.sanitize(data, items, policy)
+        elapsed = perf_counter() - started
+        log.sanitize_ms = elapsed * 1000
+        self.counters.sanitize.observe(elapsed)
+        self._count(upstream, unit.name, outcome)
+        status = log.outcome = outcome.status
+        if status == "rejected":
+            log.rules = rule_list(outcome.rule_counts())
+            state.record_id = new_record_id()
+            raise rejection(outcome)
+        sent = data if status != "repaired" else unit.forwarded(data, outcome.messages)
+        sent = self._strip_learned(state, upstream, sent)
+        state.attempts.append(Attempt(sent))
+        if status == "clean" and sent is data:
+            return upstream, body
+        counts = outcome.rule_counts()
+        for finding in state.extra_findings:
+            counts[finding["rule"]] = counts.get(finding["rule"], 0) + 1
+        log.rules = rule_list(counts)
+        state.record_id = new_record_id()
+        if sent is data:  # warned: forwarded as sent
+            return upstream, body
+        log.outcome = "repaired"
+        repaired = dumps(sent)
+        state.body_size += len(repaired)
+        return upstream, repaired
+
+    def _strip_learned(self, state: RequestState, upstream: str, body: Any) -> Any:
+        """``body`` without the fields ``upstream`` refused before for this model."""
+        if self.learned is None or not self.learned.active:
+            return body
+        stripped, findings = self.learned.strip(upstream, state.log.model, body)
+        state.extra_findings.extend(f.as_dict() for f in findings)
+        return stripped
+
+    def _items(self, state: RequestState, unit: WireApi, data: Any) -> list[Any]:
+        """The unit's items; a malformed history is rejected and recorded (DESIGN §7)."""
+        try:
+            return unit.items_of(data)
+        except MalformedHistory as exc:
+            finding = Finding(MALFORMED, "reject", exc.path or "", str(exc))
+            state.outcome = Outcome([], (finding,), changed=False, rejected=True)
+            state.log.outcome = "rejected"
+            state.record_id = new_record_id()
+            raise BadRequestBody(str(exc), param=exc.path) from exc
+
+    def _count(self, upstream: str, api: str, outcome: Outcome) -> None:
+        self.counters.outcome(upstream, api, outcome.status).inc()
+        for finding in outcome.findings:
+            self.counters.finding(upstream, finding.rule, finding.action).inc()
+
+
+def rule_list(counts: dict[str, int]) -> str:
+    """``orphan_tool_result=1,missing_tool_result=2``: the rules header and log field."""
+    return ",".join(f"{rule}={n}" for rule, n in counts.items())
+
+
+def mode_of(state: RequestState) -> str:
+    """The mode a request asked for (``repair`` when it asked for none)."""
+    return "repair" if state.mode is None else state.mode.decode("latin-1").strip().lower()
+
+
+def rejection(outcome: Outcome) -> HistoryRejected:
+    """The 400 for a rejected history: the first rejection, its fix, and every finding."""
+    first = outcome.rejection()
+    more = len(outcome.findings) - 1
+    message = (
+        f"{first.path}: {first.detail} (rule {first.rule}). "
+        f"Fix in the client: {ALL_RULES[first.rule].hint}"
+    )
+    if more:
+        message += f" ({more} more finding{'s' if more > 1 else ''} in error.findings.)"
+    findings = [f.as_dict() for f in outcome.findings]
+    return HistoryRejected(message, param=first.path, findings=findings)
+
+
+def dumps(body: Any) -> bytes:
+    """A repaired body as bytes; 400 when it cannot be serialised."""
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError as exc:  # nesting past orjson's 255 levels (max_json_depth > 255)
+        raise BadRequestBody(f"The repaired request cannot be serialised: {exc}.") from exc
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1").strip()

@@ -1,0 +1,184 @@
+"""One object per proxied request: what the client sent, what the proxy decided, how it ended.
+
+The endpoint fills a :class:`RequestState` as the request goes; when it ends, the log line and,
+when there is something to keep, the repair-log :class:`~proxy.repairlog.record.Record` are both
+derived from it (:meth:`RequestState.record`). Nothing is copied field by field on the way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+
+from proxy.core.policy import Outcome, Policy
+from proxy.logs import RequestLog, request_id
+from proxy.relay.asgi import RESPONSE_STARTED
+from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens
+from proxy.repairlog.record import Record
+
+#: Request headers that carry a key for the upstream (Azure's, Anthropic's, Google's).
+_KEY_HEADERS = frozenset({b"api-key", b"x-api-key", b"x-goog-api-key"})
+#: Shorter values are not taken for keys when scrubbing a text (they would match words).
+_MIN_SECRET = 6
+#: Outcomes worth a record even when the upstream accepted the request.
+_RECORDED = frozenset({"repaired", "rejected", "warned"})
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One request sent upstream for a client request (two when a refusal was repaired)."""
+
+    forwarded: Any  # the parsed body sent (the original's parse when sent as received)
+    status: int | None = None
+    error: str | None = None  # the upstream's error body, truncated and scrubbed of keys
+    error_kind: str | None = None  # the catalogued signature it matched
+    retried_rule: str | None = None  # the rule whose repair produced the next attempt
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "forwarded": self.forwarded,
+            "upstream_status": self.status,
+            "upstream_error": self.error,
+            "upstream_error_kind": self.error_kind,
+            "retried_rule": self.retried_rule,
+        }
+
+
+class RequestState:
+    """A request: the ASGI triple, what the client sent that matters, its log line, its fate.
+
+    The client's headers are read once: control headers (``x-toolcall-guard-*``) and
+    ``authorization`` are set aside, hop-by-hop ones dropped, the rest kept in order to be
+    forwarded as they are.
+    """
+
+    __slots__ = (
+        "api",
+        "attempts",
+        "auth",
+        "body_size",
+        "data",
+        "extra_findings",
+        "forward",
+        "log",
+        "mode",
+        "mode_ignored",
+        "outcome",
+        "policy",
+        "receive",
+        "record_id",
+        "scope",
+        "send",
+        "stream",
+        "upstream_header",
+    )
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.auth: bytes | None = None
+        self.mode: bytes | None = None
+        self.mode_ignored = False  # a mode header the config does not allow
+        self.upstream_header: bytes | None = None
+        self.api: str | None = None  # the wire API unit that checked the body, if any
+        self.data: Any = None  # the parsed body (units only)
+        self.body_size = 0
+        self.stream = False
+        self.outcome: Outcome | None = None
+        self.policy: Policy | None = None  # the policy the unit's check ran under
+        self.attempts: list[Attempt] = []
+        #: Changes made after the policy: learned field strips, a retry's repair.
+        self.extra_findings: list[dict[str, str]] = []
+        self.record_id: str | None = None
+        sent_id = connection = None
+        forward: RawHeaders = []
+        for name, value in scope["headers"]:
+            if name in REQUEST_DROP:
+                if name == b"x-toolcall-guard-upstream":
+                    self.upstream_header = value
+                elif name == b"x-toolcall-guard-mode":
+                    self.mode = value
+                elif name == b"connection":
+                    connection = value
+                continue
+            if name == b"authorization":
+                self.auth = value
+                continue
+            if name == b"x-request-id":
+                sent_id = value
+            forward.append((name, value))
+        if connection is not None:  # it names more hop-by-hop headers (RFC 9110 §7.6.1)
+            extra = connection_tokens(connection)
+            forward = [(k, v) for k, v in forward if k not in extra]
+        self.forward = forward
+        self.log = RequestLog(scope["method"], scope["path"], request_id(sent_id), perf_counter())
+
+    @property
+    def started(self) -> bool:
+        """Whether the response has started: from then on nothing else can be answered."""
+        return bool(self.scope.get(RESPONSE_STARTED))
+
+    @property
+    def recorded(self) -> bool:
+        """Whether this request leaves a record (its id is announced as the answer starts)."""
+        return self.record_id is not None
+
+    def scrub(self, text: str, injected: bytes | None) -> str:
+        """``text`` (an upstream's error) without the keys this request carried upstream."""
+        values = [v for k, v in self.forward if k in _KEY_HEADERS]
+        for auth in (self.auth, injected):
+            if auth is not None:
+                values.append(auth.partition(b" ")[2].strip() or auth)
+        for value in values:
+            if len(value) >= _MIN_SECRET:
+                text = text.replace(value.decode("latin-1"), "[redacted]")
+        return text
+
+    def wants_record(self) -> bool:
+        """A record is kept for every repaired, rejected or warned request of a unit, and for
+        every one the upstream refused (4xx), retried or not."""
+        if self.extra_findings or (self.outcome is not None and self.outcome.status in _RECORDED):
+            return True
+        return any(a.status is not None and 400 <= a.status < 500 for a in self.attempts)
+
+    def record(self, upstream: str) -> Record:
+        """The repair-log record of this request, derived from what it did."""
+        log = self.log
+        outcome = self.outcome
+        last = self.attempts[-1] if self.attempts else None
+        refused = last is not None and last.status is not None and 400 <= last.status < 500
+        retried = len(self.attempts) > 1
+        status = outcome.status if outcome is not None else "clean"
+        if self.extra_findings and status in ("clean", "warned"):
+            status = "repaired"
+        kind = "upstream_rejected" if refused or status == "clean" else status
+        findings = [f.as_dict() for f in outcome.findings] if outcome is not None else []
+        findings += self.extra_findings
+        record = Record(
+            upstream=upstream,
+            model=log.model,
+            path=log.path,
+            stream=self.stream,
+            outcome=kind,  # type: ignore[arg-type]
+            findings=findings,
+            received=self.data,
+            forwarded=None if status == "rejected" or last is None else last.forwarded,
+            upstream_status=last.status if last is not None else None,
+            upstream_error=last.error if refused and last is not None else None,
+            upstream_error_kind=last.error_kind if refused and last is not None else None,
+            duration_ms=log.total_ms,
+            sanitize_ms=log.sanitize_ms,
+            upstream_ms=log.upstream_ms,
+            request_id=log.request_id,
+            status=log.status,
+            proxy_error=log.error,
+            attempts=[a.as_dict() for a in self.attempts] if retried else None,
+            size=self.body_size,
+        )
+        if self.record_id is not None:
+            record.id = self.record_id
+        return record

@@ -1,0 +1,195 @@
+"""The Responses API history: the ``input`` items of ``POST /v1/responses``, and their kinds.
+
+Pure: no I/O. Items stay the plain dicts ``orjson.loads`` produced; an :class:`Items` is an
+immutable list of them plus, for each, the index it had in the original request, so that every
+finding names a JSON path into what the client sent (``input[7].call_id``). The request body
+rides along read-only (``Items.request``) for rules that depend on ``store``,
+``previous_response_id``, ``conversation`` or ``model``.
+
+The item taxonomy is responses-api.md A5 (openai-python's ``ResponseInputItemParam``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from proxy.core.chat.messages import MalformedHistory
+
+T = TypeVar("T")
+Item = dict[str, Any]
+
+#: Client-executed calls and the output type that answers each (the agents SDK's
+#: ``_TOOL_CALL_TO_OUTPUT_TYPE``, responses-api.md A4, plus ``program``).
+CALL_OUTPUT: Mapping[str, str] = MappingProxyType(
+    {
+        "function_call": "function_call_output",
+        "custom_tool_call": "custom_tool_call_output",
+        "computer_call": "computer_call_output",
+        "local_shell_call": "local_shell_call_output",
+        "shell_call": "shell_call_output",
+        "apply_patch_call": "apply_patch_call_output",
+        "tool_search_call": "tool_search_output",
+        "program": "program_output",
+    }
+)
+CALLS = frozenset(CALL_OUTPUT)
+OUTPUTS = frozenset(CALL_OUTPUT.values())
+#: Items only the model emits besides calls and reasoning (server-executed tools, approvals).
+SERVER_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+    }
+)
+#: Item kinds that mean the history is about tools (``tools_only`` rules look at nothing else).
+TOOL_KINDS = CALLS | OUTPUTS | SERVER_ITEMS | {"mcp_approval_response"}
+
+
+def kind(item: Item) -> str:
+    """The item's type: its ``type``, else ``message`` (it has a role) or ``item_reference``."""
+    value = item.get("type")
+    if type(value) is str:
+        return value
+    return "message" if "role" in item else "item_reference"
+
+
+def is_model_item(item: Item) -> bool:
+    """Whether the model emitted this item (an assistant message, a call, reasoning…)."""
+    k = kind(item)
+    if k == "message":
+        return item.get("role") == "assistant"
+    return k in CALLS or k in SERVER_ITEMS or k == "reasoning"
+
+
+def needs_output(item: Item) -> bool:
+    """A client-executed call the client must answer (server-run ``tool_search`` is not)."""
+    k = kind(item)
+    if k == "tool_search_call":
+        return item.get("execution") == "client"
+    return k in CALLS
+
+
+def call_key(item: Item) -> str | None:
+    """The ``call_id`` of a call or output (``id`` on a legacy ``local_shell_call_output``)."""
+    value = item.get("call_id")
+    if value is None and kind(item) == "local_shell_call_output":
+        value = item.get("id")
+    return value if type(value) is str and value else None
+
+
+def item_id(item: Item) -> str | None:
+    """The item's ``id`` when it is a non-empty string."""
+    value = item.get("id")
+    return value if type(value) is str and value else None
+
+
+def items_of(body: Any) -> list[Item]:
+    """Return ``body["input"]`` after the checks that hold whatever the policy.
+
+    A string ``input`` (or none: ``previous_response_id``/``prompt`` requests) has no items and
+    is always clean: an empty list comes back.
+    """
+    if type(body) is not dict:
+        raise MalformedHistory("The request body must be a JSON object.", None)
+    items = body.get("input")
+    if items is None or type(items) is str:
+        return []
+    if type(items) is not list:
+        raise MalformedHistory("'input' must be a string or an array of input items.", "input")
+    for i, item in enumerate(items):
+        if type(item) is not dict:
+            raise MalformedHistory(f"input[{i}] must be an object.", f"input[{i}]")
+        if "type" in item and type(item["type"]) is not str:
+            raise MalformedHistory(f"input[{i}].type must be a string.", f"input[{i}].type")
+        if "type" not in item and "role" not in item and item_id(item) is None:
+            raise MalformedHistory(f"input[{i}].type is required.", f"input[{i}].type")
+    return items
+
+
+def path(index: int | None, where: str = "") -> str:
+    """``input[3].call_id``; an inserted item has no index; -1 is the request itself."""
+    if index == -1:
+        return where.lstrip(".")
+    return f"input[{'+' if index is None else index}]{where}"
+
+
+class Items:
+    """An immutable list of input items and, for each, its index in the original request.
+
+    Repairs never mutate it: they return a new one sharing every unchanged item dict
+    (copy-on-write), so an untouched history stays the very same list object.
+    """
+
+    __slots__ = ("_memo", "messages", "origins", "request")
+
+    def __init__(
+        self,
+        items: list[Item],
+        origins: list[int | None] | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.messages = items
+        self.origins = origins  # None: item i came from index i
+        self.request: Mapping[str, Any] = request or MappingProxyType({})
+        self._memo: dict[str, Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def memo(self, key: str, compute: Callable[[Items], T]) -> T:
+        """``compute(self)``, computed once per history: several detectors share one analysis."""
+        if self._memo is None:
+            self._memo = {}
+        if key not in self._memo:
+            self._memo[key] = compute(self)
+        value: T = self._memo[key]
+        return value
+
+    @property
+    def tool_free(self) -> bool:
+        """Whether no item is a call, an output, a server tool item or an approval."""
+        return self.memo("tool_free", _tool_free)
+
+    def origin(self, i: int) -> int | None:
+        return i if self.origins is None else self.origins[i]
+
+    def path(self, i: int, where: str = "") -> str:
+        return path(-1 if i == -1 else self.origin(i), where)
+
+    def replace(self, changes: Mapping[int, Item]) -> Items:
+        """The same history with some items swapped for new dicts (positions unchanged)."""
+        if not changes:
+            return self
+        items = list(self.messages)
+        for i, item in changes.items():
+            items[i] = item
+        return Items(items, self.origins, self.request)
+
+    def rebuild(self, entries: Iterable[tuple[Item, int | None]]) -> Items:
+        """A new history from ``(item, position in this history or None if inserted)``."""
+        items: list[Item] = []
+        origins: list[int | None] = []
+        for item, source in entries:
+            items.append(item)
+            origins.append(None if source is None else self.origin(source))
+        return Items(items, origins, self.request)
+
+    def without(self, drop: set[int]) -> Items:
+        """The same history without the items at the ``drop`` positions."""
+        return self.rebuild((item, i) for i, item in enumerate(self.messages) if i not in drop)
+
+
+def _tool_free(history: Items) -> bool:
+    return not any(kind(item) in TOOL_KINDS for item in history.messages)
+
+
+def without_key(item: Item, key: str) -> Item:
+    """A copy of ``item`` without ``key``."""
+    return {k: v for k, v in item.items() if k != key}

@@ -1,0 +1,56 @@
+"""``responses_output_content_types``: content parts a call output may not hold."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from proxy.core.responses.items import Items, kind
+from proxy.core.rule import Hit, Params, rule
+
+#: Outputs whose ``output`` may be a list of content parts (``input_text``, ``input_image``,
+#: ``input_file``: openai-python ``ResponseFunctionCallOutputItemListParam``).
+_PART_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
+@rule(
+    "responses_output_content_types",
+    api="responses",
+    tools_only=True,
+    hint="Use 'input_text' parts (not 'output_text') inside a call's output.",
+)
+def responses_output_content_types(history: Items, params: Params) -> list[Hit]:
+    """An ``output_text`` part inside a call output.
+
+    Converters that copy an assistant message's parts into a tool output get ``Invalid value:
+    'output_text'. Supported values are: 'input_text', 'input_image', and 'input_file'.`` with
+    param ``input[2].output[0]`` (responses-api.md R13, litellm#18212). The ``convert`` repair
+    makes it an ``input_text`` part with the same text; a part without a string ``text`` is
+    rejected.
+    """
+    hits = []
+    for i, item in enumerate(history.messages):
+        output = item.get("output")
+        if type(output) is not list or kind(item) not in _PART_OUTPUTS:
+            continue
+        for j, part in enumerate(output):
+            if type(part) is dict and part.get("type") == "output_text":
+                fatal = type(part.get("text")) is not str
+                hits.append(Hit(i, f".output[{j}]", "output_text part in a call output", j, fatal))
+    return hits
+
+
+@responses_output_content_types.repair("convert")
+def _convert(history: Items, hits: Sequence[Hit], params: Params) -> Items:
+    changes: dict[int, dict[str, Any]] = {}
+    for hit in hits:
+        if hit.fatal:
+            continue
+        item = changes.get(hit.index, history.messages[hit.index])
+        output = list(item["output"])
+        output[hit.data] = {"type": "input_text", "text": output[hit.data]["text"]}
+        changes[hit.index] = {**item, "output": output}
+    return history.replace(changes)
+
+
+RULES = (responses_output_content_types,)

@@ -1,0 +1,111 @@
+"""Rules about reasoning items and the items they produced."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+
+from proxy.core.responses.items import Items, item_id, kind, without_key
+from proxy.core.responses.rules.pairing import produced
+from proxy.core.rule import Hit, Params, rule
+
+
+@rule(
+    "responses_reasoning_adjacency",
+    api="responses",
+    hint="Replay each reasoning item right before the item it produced, or not at all.",
+)
+def responses_reasoning_adjacency(history: Items, params: Params) -> list[Hit]:
+    """A reasoning item not followed by the message or call it produced.
+
+    The reasoning item stays but what it produced was filtered out (a call dropped for lack of
+    an output, a message trimmed): OpenAI answers ``Item 'rs_…' of type 'reasoning' was provided
+    without its required following item.`` (responses-api.md R3; continue#8933, vercel/ai#7099,
+    openai-agents-python#1611). Further reasoning items may come between. The ``drop`` repair
+    drops the reasoning item (never the items around it).
+    """
+    items = history.messages
+    hits, following = [], False  # following: a produced item comes after the current run
+    for i in range(len(items) - 1, -1, -1):
+        if kind(items[i]) != "reasoning":
+            following = produced(items[i])
+        elif not following:
+            hits.append(Hit(i, "", "reasoning not followed by an item it produced"))
+    return hits[::-1]
+
+
+@responses_reasoning_adjacency.repair("drop")
+def _drop(history: Items, hits: Sequence[Hit], params: Params) -> Items:
+    return history.without({hit.index for hit in hits})
+
+
+#: Items the API looks up by id to find the reasoning that produced them (R4, R5) and whose
+#: ``id`` is optional on input (server-run tool items require theirs).
+_REPLAYED = frozenset(
+    {"message", "function_call", "custom_tool_call", "shell_call", "apply_patch_call"}
+)
+REASONING_MODELS = ["o1*", "o3*", "o4*", "gpt-5*", "*codex*"]
+
+
+@rule(
+    "responses_missing_reasoning_ref",
+    api="responses",
+    params={"models": REASONING_MODELS},
+    hint="Replay the reasoning items (with encrypted_content) in front of the calls and messages "
+    "they produced, or send those items without their 'id'.",
+)
+def responses_missing_reasoning_ref(history: Items, params: Params) -> list[Hit]:
+    """A message or call replayed by id without the reasoning item that produced it.
+
+    Reasoning models emit a reasoning item in front of every response; a client that keeps the
+    calls' and messages' ids but drops the reasoning (handoffs, filters, other providers'
+    turns) gets ``Item 'fc_…' of type 'function_call' was provided without its required
+    'reasoning' item: 'rs_…'.`` (responses-api.md R4, R5; cline#12242, continue#10018,
+    agency-swarm#367). It fires on a response (a run of model items) with none of its own
+    reasoning, in a history that has reasoning or whose ``model`` matches ``models``, unless
+    ``store`` is false or ``previous_response_id`` is set (nothing is looked up then). The
+    ``inline`` repair drops those items' ``id`` so they are sent inline, as the fixes in
+    responses-api.md A2 do; it never invents reasoning.
+    """
+    request = history.request
+    if request.get("store") is False or request.get("previous_response_id") is not None:
+        return []
+    items = history.messages
+    model = request.get("model")
+    reasoning = any(kind(item) == "reasoning" for item in items)
+    if not reasoning and not (type(model) is str and _matches(model, params["models"])):
+        return []
+    return [
+        Hit(i, ".id", f"{kind(items[i])} {items[i]['id']!r} replayed by id without its reasoning")
+        for run in _responses(history)
+        if not any(kind(items[i]) == "reasoning" for i in run)
+        for i in run
+        if kind(items[i]) in _REPLAYED and item_id(items[i]) is not None
+    ]
+
+
+def _matches(model: str, globs: object) -> bool:
+    return isinstance(globs, list) and any(fnmatchcase(model, str(g)) for g in globs)
+
+
+def _responses(history: Items) -> list[list[int]]:
+    """The runs of consecutive model items (each what one response emitted, at most)."""
+    runs: list[list[int]] = []
+    current: list[int] = []
+    for i, item in enumerate(history.messages):
+        if produced(item) or kind(item) == "reasoning":
+            current.append(i)
+        elif current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    return runs
+
+
+@responses_missing_reasoning_ref.repair("inline")
+def _inline(history: Items, hits: Sequence[Hit], params: Params) -> Items:
+    return history.replace({h.index: without_key(history.messages[h.index], "id") for h in hits})
+
+
+RULES = (responses_reasoning_adjacency, responses_missing_reasoning_ref)

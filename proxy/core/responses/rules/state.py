@@ -1,0 +1,69 @@
+"""Rules about server-side state: ``previous_response_id``, ``conversation`` and ``store``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from proxy.core.responses.items import Items, item_id, kind
+from proxy.core.rule import Hit, Params, rule
+
+
+@rule(
+    "responses_state_conflict",
+    api="responses",
+    hint="Send either 'previous_response_id' or 'conversation', never both.",
+)
+def responses_state_conflict(history: Items, params: Params) -> list[Hit]:
+    """``previous_response_id`` and ``conversation`` in one request.
+
+    Both name the server-side state the input continues, and the Responses API reference says
+    they cannot be used together (responses-api.md A5 item 12, praxis-proxy/ai#840). No repair
+    can pick the one the client meant: the request is rejected (the path is
+    ``conversation``).
+    """
+    request = history.request
+    if request.get("previous_response_id") is None or request.get("conversation") is None:
+        return []
+    detail = "'previous_response_id' and 'conversation' cannot be used together"
+    return [Hit(-1, "conversation", detail, fatal=True)]
+
+
+@rule(
+    "responses_store_false",
+    api="responses",
+    hint=(
+        "With store: false, replay items inline: send reasoning with its 'encrypted_content' "
+        "(ask for include: ['reasoning.encrypted_content']) and no 'item_reference' items."
+    ),
+)
+def responses_store_false(history: Items, params: Params) -> list[Hit]:
+    """Items that only exist as server references in a request with ``store: false``.
+
+    With ``store: false`` nothing was persisted, so an item the server must look up by id
+    fails with 404 ``Item with id 'rs_…' not found. Items are not persisted when `store` is
+    set to false. …`` (responses-api.md R6; vercel/ai#7543, opencode#7724): a reasoning item
+    with an ``id`` but no ``encrypted_content`` (only its id can carry it), and any
+    ``item_reference``. The ``drop`` repair drops such reasoning items (the model cannot read
+    them anyway: without ``encrypted_content`` they hold no state); an ``item_reference`` has
+    nothing to send inline, so it is always rejected.
+    """
+    if history.request.get("store") is not False:
+        return []
+    hits = []
+    for i, item in enumerate(history.messages):
+        k = kind(item)
+        if k == "item_reference":
+            detail = f"item_reference {item.get('id')!r} cannot be resolved: store is false"
+            hits.append(Hit(i, ".id", detail, fatal=True))
+        elif k == "reasoning" and item_id(item) and not item.get("encrypted_content"):
+            detail = f"reasoning {item['id']!r} has no encrypted_content and store is false"
+            hits.append(Hit(i, ".id", detail))
+    return hits
+
+
+@responses_store_false.repair("drop")
+def _drop(history: Items, hits: Sequence[Hit], params: Params) -> Items:
+    return history.without({hit.index for hit in hits if not hit.fatal})
+
+
+RULES = (responses_state_conflict, responses_store_false)

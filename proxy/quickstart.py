@@ -1,0 +1,149 @@
+"""``toolcall-guard serve --emulate``: the offline quick start (issue 16 item 1).
+
+It starts one strict emulator per configured upstream that has one (openai, deepseek,
+gemini…), each on a free loopback port in this process, and serves the proxy in front of
+them: the config's upstreams keep their model globs and policies, but their ``base_url`` is
+the emulator's and no key is sent (``api_key_env`` cleared), so nothing leaves the machine and
+no provider key is needed. Upstreams without an emulator are left out. Everything else (port,
+repair log, ``[policies.…]``) comes from the config as ``serve`` reads it.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import uvicorn
+
+from proxy.emulator.app import PREFIXES
+from proxy.emulator.validators import PROVIDERS
+from proxy.errors import ConfigError
+from proxy.settings import Settings, load_settings
+
+START_TIMEOUT = 10.0
+
+
+@contextmanager
+def serve_in_thread(app: Any) -> Iterator[str]:
+    """Serve ``app`` on a free loopback port in a daemon thread; yield its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="error", lifespan="on", log_config=None)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not server.started:
+        raise RuntimeError("a local server did not start")
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(START_TIMEOUT)
+        sock.close()
+
+
+def emulated(settings: Settings, config: str | Path | None, urls: dict[str, str]) -> Settings:
+    """``settings`` with each upstream named in ``urls`` pointed at its emulator, keyless, and
+    every other upstream disabled."""
+    upstreams: dict[str, Any] = {}
+    for name, upstream in settings.upstreams.items():
+        fields = upstream.model_dump()
+        if name in urls:
+            upstreams[name] = fields | {"base_url": urls[name], "api_key_env": None}
+        else:
+            upstreams[name] = fields | {"enabled": False}
+    default = settings.routing.default
+    routing = {"default": default if default in urls else next(iter(urls))}
+    return load_settings(config, upstreams=upstreams, routing=routing)
+
+
+def emulator_urls(names: list[str], stack: ExitStack) -> dict[str, str]:
+    """Start an emulator for each name that has one; their base URLs (with the API prefix)."""
+    from proxy.emulator import create_emulator_app
+
+    urls = {}
+    for name in names:
+        if name in PREFIXES:
+            url = stack.enter_context(serve_in_thread(create_emulator_app(name)))
+            urls[name] = url + PREFIXES[name][0]
+    return urls
+
+
+def banner(settings: Settings, urls: dict[str, str], out: TextIO) -> None:
+    """What is running and what to try, printed once the proxy listens."""
+    base = f"http://{settings.server.host}:{settings.server.port}"
+    lines = [
+        "toolcall-guard: offline quick start (strict emulators; no keys, nothing leaves "
+        "this machine)",
+        "",
+        f"  proxy      {base}/v1     (set OPENAI_BASE_URL to this)",
+    ]
+    for name, url in urls.items():
+        globs = ", ".join(settings.upstreams[name].models) or f"path /{name}/v1/…"
+        lines.append(f"  {name:<10} {url}  strict {name} emulator ({globs})")
+    lines += [
+        "",
+        "Try:",
+        f"  curl -s {base}/v1/chat/completions -H 'content-type: application/json' \\",
+        '    -d \'{"model": "deepseek-chat", "messages": [{"role": "user", '
+        '"content": "hi"}, {"role": "tool", "tool_call_id": "call_1", "content": "42"}]}\' -i',
+        "  the Python example at the top of README.md",
+        f"  {base}/ui  to see each repair side by side",
+        "",
+        "Ctrl-C stops the proxy and the emulators.",
+    ]
+    print("\n".join(lines), file=out, flush=True)
+
+
+def serve_emulated(config: str | None, out: TextIO | None = None) -> int:
+    """Run the emulators and the proxy in front of them until interrupted; the exit status.
+
+    Raises :class:`~proxy.errors.ConfigError` for a bad config (``serve`` reports it).
+    """
+    from proxy.app import create_app
+    from proxy.logs import configure_logging
+    from proxy.server import uvicorn_options
+
+    out = out or sys.stdout
+    settings = load_settings(config)
+    with ExitStack() as stack:
+        urls = emulator_urls(list(settings.upstreams), stack)
+        if not urls:
+            raise ConfigError(
+                "--emulate: no configured upstream has an emulator; "
+                f"emulated: {', '.join(PROVIDERS)}"
+            )
+        settings = emulated(settings, config, urls)
+        configure_logging(settings.server)
+        app = create_app(settings)
+        server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
+        announce = threading.Thread(target=_announce, args=(server, settings, urls, out))
+        announce.start()
+        try:
+            server.run()
+        except SystemExit as exc:  # uvicorn exits this way when start-up fails (port taken)
+            return exc.code if isinstance(exc.code, int) else 1
+        except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled, once shut down
+            pass
+        finally:
+            server.should_exit = True  # ends the announcing thread if start-up failed
+            announce.join(START_TIMEOUT)
+        return 0
+
+
+def _announce(
+    server: uvicorn.Server, settings: Settings, urls: dict[str, str], out: TextIO
+) -> None:
+    while not server.started and not server.should_exit:
+        time.sleep(0.02)
+    if server.started:
+        banner(settings, urls, out)

@@ -1,0 +1,57 @@
+"""HTTP details of relaying: the upstream request target, and decoding a captured error body."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import zlib
+from urllib.parse import quote
+
+from starlette.types import Scope
+
+from proxy.errors import BadRequestBody
+from proxy.relay.base import RawHeaders
+
+
+def encoding_of(headers: RawHeaders) -> bytes | None:
+    """The ``content-encoding`` of a response, lower-cased (names in any case)."""
+    for name, value in headers:
+        if name.lower() == b"content-encoding":
+            return value.lower()
+    return None
+
+
+def decoded(data: bytes, encoding: bytes | None, limit: int) -> str:
+    """A captured (maybe truncated) error body as text, gzip/deflate undone as far as it goes."""
+    if encoding in (b"gzip", b"deflate"):
+        with contextlib.suppress(zlib.error):
+            data = zlib.decompressobj(wbits=47).decompress(data, limit)
+    return data.decode("utf-8", "replace")
+
+
+#: Bytes that may not appear as they are in a request target (controls, space, non-ASCII).
+_UNSAFE = re.compile(rb"[^\x21-\x7e]")
+
+
+def _escape(match: re.Match[bytes]) -> bytes:
+    return b"%%%02X" % match[0][0]
+
+
+def upstream_target(scope: Scope, prefix: str | None, rest: str) -> str:
+    """What follows the upstream's ``base_url``: the path after ``/v1`` and the query, as the
+    client encoded them (``%2F``, ``%0A`` stay escaped: the decoded path would change the
+    request, or put a line break in it).
+
+    400 for ``.``/``..`` segments, which would climb out of the ``base_url`` path.
+    """
+    if "/." in rest and any(part in (".", "..") for part in rest.split("/")):
+        raise BadRequestBody("A path with '.' or '..' segments is not relayed.", status=400)
+    lead = b"/v1/" if prefix is None else f"/{prefix}/v1/".encode()
+    raw = scope.get("raw_path")
+    if raw and raw.startswith(lead):
+        path = raw[len(lead) - 1 :]
+    else:  # no raw path from the server, or a prefix sent escaped: re-encode the decoded one
+        path = quote(rest, safe="/:@!$&'()*+,;=-._~").encode()
+    query = scope["query_string"]
+    target = path + b"?" + query if query else path
+    return _UNSAFE.sub(_escape, target).decode("ascii")

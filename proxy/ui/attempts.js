@@ -1,0 +1,47 @@
+// A record whose request was retried after the upstream refused it (repair on reject): each
+// attempt one after the other, with what was sent, what the upstream answered, and, from the
+// second on, the rule the retry applied to the body the upstream had refused.
+
+import { findingTag, h, prettyError } from "./dom.js";
+import { comparison } from "./compare.js";
+
+// The attempts section, or null for a record sent once (no `attempts`, or just one).
+export function attemptsSection(record) {
+  const attempts = Array.isArray(record.attempts) ? record.attempts : [];
+  if (attempts.length < 2) return null;
+  return h("section", { className: "attempts" },
+    h("p", { className: "muted" }, `Sent ${attempts.length} times: the upstream refused the `,
+      "first attempt, the proxy repaired what the refusal named and sent the request again."),
+    attempts.map((attempt, i) => attemptBlock(record, attempts, i)));
+}
+
+function attemptBlock(record, attempts, i) {
+  const attempt = attempts[i] && typeof attempts[i] === "object" ? attempts[i] : {};
+  const rule = i > 0 && attempt.retried_rule ? String(attempt.retried_rule) : null;
+  const note = rule ? { rule, action: "retry", detail: "applied on this retry" } : null;
+  return h("div", { className: "attempt", "data-attempt": i + 1 },
+    h("h2", { className: "attempt-head" }, `Attempt ${i + 1} of ${attempts.length}`, " ",
+      statusTag(attempt.upstream_status), note ? findingTag(note) : null),
+    errorBox(attempt),
+    comparison({
+      title: i === 0 ? "Received → sent" : `Attempt ${i} → attempt ${i + 1}`,
+      heading: "h3",
+      sides: i === 0 ? ["Received", "Sent"] : [`Sent in attempt ${i}`, `Sent in attempt ${i + 1}`],
+      before: i === 0 ? record.received : attempts[i - 1]?.forwarded,
+      after: attempt.forwarded,
+      findings: i === 0 ? record.findings : [],
+      prefix: i === 0 ? "" : `a${i + 1}-`,
+      note,
+    }));
+}
+
+function statusTag(status) {
+  if (typeof status !== "number") return h("span", { className: "muted" }, "no answer");
+  const kind = status < 400 ? "ok" : "refused";
+  return h("span", { className: `badge badge-${kind} attempt-status` }, `upstream ${status}`);
+}
+
+function errorBox(attempt) {
+  if (attempt.upstream_error == null) return null;
+  return h("pre", { className: "mono upstream-error-text" }, prettyError(attempt.upstream_error));
+}

@@ -1,0 +1,98 @@
+// What the viewer knows of a request's history, whichever wire API carried it: chat completions
+// keep it in `messages` (each with a `role`), the Responses API in `input` (items with a `type`:
+// message, function_call, function_call_output, reasoning, …; a message may omit its type).
+// Everything here reads untrusted values defensively: a record holds what a client sent.
+
+const KEYS = ["messages", "input"];
+
+// -> {key, items} for the body's history, or null when it has none (not captured, a string
+// Responses `input`, which is always clean).
+export function historyOf(body) {
+  if (!body || typeof body !== "object") return null;
+  for (const key of KEYS) if (Array.isArray(body[key])) return { key, items: body[key] };
+  return null;
+}
+
+// The key the body keeps its history under, also when it is not a list ("input": "Hi").
+export function historyKey(body) {
+  return body && typeof body === "object" && typeof body.input === "string" ? "input" : "messages";
+}
+
+// "messages[3].tool_calls[0].id" / "input[7].call_id" -> {index, rest}; null when the path
+// names no single item (e.g. "messages" or a field outside the list).
+export function itemPath(path) {
+  const m = /^(?:messages|input)\[(\d+)\](?:\.?(.*))?$/.exec(String(path ?? ""));
+  return m ? { index: Number(m[1]), rest: m[2] || "" } : null;
+}
+
+function isObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+const str = (v) => (typeof v === "string" ? v : "");
+
+// "user", "assistant", "tool" for chat messages; the item type for Responses items
+// ("message" items read as their role, like chat messages).
+export function kindOf(item) {
+  if (!isObject(item)) return "?";
+  const type = str(item.type);
+  if (type && type !== "message") return type;
+  return str(item.role) || type || "?";
+}
+
+// The call ids an item makes or answers: chat tool_calls[].id and tool_call_id, Responses
+// call_id (and the approval an mcp_approval_response answers).
+export function callIds(item) {
+  const ids = new Set();
+  if (!isObject(item)) return ids;
+  for (const key of ["tool_call_id", "call_id", "approval_request_id"]) {
+    if (typeof item[key] === "string") ids.add(item[key]);
+  }
+  for (const call of Array.isArray(item.tool_calls) ? item.tool_calls : []) {
+    if (call && typeof call.id === "string") ids.add(call.id);
+  }
+  return ids;
+}
+
+function partsText(parts) {
+  return parts.map((p) => (p && typeof p.text === "string" ? p.text : "")).join("");
+}
+
+// The text an item carries: a message's content (string or parts), a call output's `output`,
+// a reasoning item's summary.
+export function textOf(item) {
+  if (!isObject(item)) return "";
+  for (const key of ["content", "output"]) {
+    const value = item[key];
+    if (typeof value === "string") return value;
+    if (Array.isArray(value)) return partsText(value);
+  }
+  return Array.isArray(item.summary) ? partsText(item.summary) : "";
+}
+
+// The names of the functions an item calls (chat tool_calls, a Responses call's `name`).
+export function callNames(item) {
+  if (!isObject(item)) return "";
+  if (Array.isArray(item.tool_calls)) {
+    return item.tool_calls.map((c) => String(c?.function?.name ?? "")).join("\n");
+  }
+  return str(item.name);
+}
+
+// "#3 tool · call_b2", "#7 function_call · call_x", "#0 user".
+export function itemLabel(item, index) {
+  const ids = [...callIds(item)];
+  const id = kindOf(item) === "assistant" || !ids.length ? "" : ` · ${ids.join(", ")}`;
+  return `#${index} ${kindOf(item)}${id}`;
+}
+
+// One line saying what the item is about.
+export function preview(item) {
+  if (!isObject(item)) return "";
+  const text = textOf(item);
+  if (text) return text.replace(/\s+/g, " ").slice(0, 120);
+  const names = callNames(item).split("\n").filter(Boolean);
+  if (names.length) return `calls ${names.join(", ")}`;
+  if (typeof item.encrypted_content === "string") return "encrypted reasoning";
+  return "";
+}

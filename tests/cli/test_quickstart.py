@@ -1,0 +1,128 @@
+"""The README's offline quick start, run as a newcomer would (issue 16 item 1): `make run
+ARGS=--emulate` serves the proxy in front of the emulators, and the README's Python example,
+taken from the README itself, prints exactly what the README says it prints."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+README = (ROOT / "README.md").read_text()
+CONFIG = ROOT / "config" / "toolcall-guard.toml"
+README_URL = "http://127.0.0.1:8780"
+START_TIMEOUT = 30.0
+
+
+def quick_start() -> str:
+    return README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+
+
+def block(text: str, language: str) -> str:
+    found = re.search(rf"```{language}\n(.*?)```", text, re.DOTALL)
+    assert found, f"no ```{language} block"
+    return found.group(1)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _clean_env() -> dict[str, str]:
+    """A newcomer's environment: no provider keys, no proxy settings."""
+    drop = ("OPENAI_", "DEEPSEEK_", "GEMINI_", "TOOLCALL_GUARD_")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
+def _lines(stream: object, into: queue.Queue[str]) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        into.put(line)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """`toolcall-guard serve --emulate` on a free port; yields (base URL, its banner)."""
+    port = free_port()
+    command = [sys.executable, "-m", "proxy", "serve", "--emulate", "--port", str(port)]
+    with subprocess.Popen(
+        [*command, "--config", str(CONFIG)],
+        cwd=tmp_path_factory.mktemp("quickstart"),  # the SQLite log goes to ./data there
+        env=_clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True)
+        reader.start()
+        banner = ""
+        try:
+            while "Ctrl-C" not in banner:
+                banner += lines.get(timeout=START_TIMEOUT)  # queue.Empty if it never starts
+            yield f"http://127.0.0.1:{port}", banner
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                assert proc.wait(timeout=15) == 0, "Ctrl-C stops it cleanly"
+            finally:
+                proc.kill()
+                reader.join(5)
+
+
+def test_the_banner_says_where_the_proxy_and_the_emulators_are(served: tuple[str, str]) -> None:
+    url, banner = served
+    assert f"{url}/v1" in banner
+    for name, path in (("openai", "/v1"), ("deepseek", "/v1"), ("gemini", "/v1beta/openai")):
+        assert re.search(rf"^  {name}\s+http://127\.0\.0\.1:\d+{path}\s", banner, re.MULTILINE)
+    assert f"{url}/ui" in banner
+
+
+def test_the_readme_example_prints_what_the_readme_says(served: tuple[str, str]) -> None:
+    url, _ = served
+    section = quick_start()
+    code = block(section, "python")
+    expected = block(section.split(code, 1)[1], "text")
+    assert README_URL in code
+    assert "api_key=" in code  # works without OPENAI_API_KEY
+    result = subprocess.run(
+        [sys.executable, "-c", code.replace(README_URL, url)],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected
+
+
+def test_the_readme_command_runs_serve_emulate() -> None:
+    command = block(quick_start(), "sh").split("#")[0].strip()
+    assert command == "make run ARGS=--emulate"
+    dry = subprocess.run(
+        ["make", "-n", *command.split()[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert ".venv/bin/toolcall-guard serve --emulate" in dry.stdout.splitlines()
+
+
+def test_the_readme_says_where_the_command_is() -> None:
+    assert "`.venv/bin/toolcall-guard`" in quick_start()
+    assert "source .venv/bin/activate" in quick_start()
+    assert "make demo" in quick_start()
