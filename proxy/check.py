@@ -111,7 +111,7 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
             "upstream": upstream,
             "policy": policy.name,
             "status": outcome.status,
-            "findings": [f.as_dict() | {"hint": RULES[f.rule].hint} for f in outcome.findings],
+            "findings": [f.as_dict() for f in outcome.findings],
         }
         if args.fix:
             report["fixed"] = None if outcome.rejected else fixed

@@ -10,6 +10,7 @@ ProxyError                  base: .status, .openai_type, .code, .param; rendered
 ├── AdminTokenRequired      admin endpoint beyond loopback with no token configured → 403
 ├── RecordNotFound          → 404
 ├── RequestTimeout          the request body did not arrive within server.body_timeout → 408
+├── UnsupportedEncoding     a request body in a Content-Encoding the proxy cannot read → 415
 ├── UnknownUpstream         → 400 unknown_upstream (404 for an unknown path prefix)
 ├── RepairLogDown           the repair log does not answer → 503
 ├── InternalError           anything unexpected (the traceback stays in the log) → 502
@@ -148,6 +149,14 @@ class RequestTimeout(ProxyError):
     status = 408
     openai_type = "invalid_request_error"
     code = "request_timeout"
+
+
+class UnsupportedEncoding(ProxyError):
+    """415: the body of a checked request comes in an encoding other than gzip or deflate."""
+
+    status = 415
+    openai_type = "invalid_request_error"
+    code = "unsupported_content_encoding"
 
 
 class UnknownUpstream(ProxyError):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proxy.core.chat.rules import PIPELINE, RULES
-from proxy.core.policy import build_policy
+from proxy.core.policy import DIALECTS, build_policy
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -17,10 +17,10 @@ README = (ROOT / "README.md").read_text()
 def rule_table() -> str:
     """The README's rule table; regenerate with
     ``python -c "from tests.test_docs import rule_table; print(rule_table())"``."""
-    presets = {name: build_policy(name) for name in ("openai", "deepseek", "gemini")}
+    presets = {name: build_policy(name) for name in DIALECTS}  # one column per provider preset
     lines = [
-        "| rule | what it catches | repairs (first = default) | openai | deepseek | gemini |",
-        "|---|---|---|---|---|---|",
+        "| rule | what it catches | repairs (first = default) | " + " | ".join(presets) + " |",
+        "|---|---|---|" + "---|" * len(presets),
     ]
     for r in PIPELINE:
         cells = [presets[p].settings[r.name].action for p in presets]

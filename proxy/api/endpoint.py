@@ -26,6 +26,7 @@ Choices a client can see:
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from time import perf_counter
 
 from starlette.types import Receive, Scope, Send
@@ -38,6 +39,7 @@ from proxy.api.learned import LearnedStrips
 from proxy.api.retry import Retry
 from proxy.api.state import Attempt, RequestState
 from proxy.api.units import UNITS, WireApi
+from proxy.core.signatures import match
 from proxy.errors import ProxyError, Unauthorized
 from proxy.relay.asgi import (
     ClientGone,
@@ -193,9 +195,15 @@ class ProxyEndpoint:
     ) -> None:
         attempt.error = text = state.scrub(text, self.injected.get(upstream))
         attempt.error_kind = kind = classify_upstream_error(status, text)
+        kind = "unknown" if kind == "other" and match(status, text) is None else kind  # no row
         self.counters.upstream_rejected(upstream, state.api or "-", kind or "unknown").inc()
 
     def _own_headers(self, state: RequestState) -> RawHeaders:
+        if state.record_id is not None and self.writer is not None:
+            # The id goes out now: its record must answer GET /repairs/{id} from now on, even
+            # while the answer (a stream) is still being relayed.
+            build = partial(state.record, state.log.upstream or "-")
+            self.writer.announce(state.record_id, build)
         extra: RawHeaders = []
         if state.mode_ignored:
             extra.append((b"x-toolcall-guard-mode-ignored", b"server.allow_mode_header is off"))
@@ -229,6 +237,8 @@ class ProxyEndpoint:
         log.emit()  # before the record: it sets the total duration the record keeps
         if wanted and self.writer is not None:
             self.writer.submit(state.record(upstream))
+        elif state.record_id is not None and self.writer is not None:
+            self.writer.withdraw(state.record_id)
 
 
 def _text(value: bytes | None) -> str | None:

@@ -19,9 +19,9 @@ from proxy.api.state import Attempt, RequestState
 from proxy.api.units import WireApi
 from proxy.core.chat.messages import MalformedHistory
 from proxy.core.policy import MODES, Outcome, Policy
-from proxy.core.registry import ALL_RULES
 from proxy.core.rule import Finding
 from proxy.errors import BadRequestBody, HistoryRejected
+from proxy.relay.http import inflated
 from proxy.repairlog.record import new_record_id
 from proxy.routing import Router
 from proxy.settings import Settings
@@ -67,7 +67,9 @@ class Guard:
         log = state.log
         log.route = state.api = unit.name
         started = perf_counter()
-        data = state.data = limits.parse(body, self.server.max_json_depth)
+        encoding = state.content_encoding()
+        text = body if encoding is None else inflated(body, encoding, self.server.max_body_bytes)
+        data = state.data = limits.parse(text, self.server.max_json_depth)
         items = self._items(state, unit, data)
         unit.check_sizes(items, len(body), self.server)
         model = data.get("model")
@@ -98,6 +100,8 @@ class Guard:
         if sent is data:  # warned: forwarded as sent
             return upstream, body
         log.outcome = "repaired"
+        if encoding is not None:  # the repaired body goes out as plain JSON
+            state.forward = [(k, v) for k, v in state.forward if k != b"content-encoding"]
         repaired = dumps(sent)
         state.body_size += len(repaired)
         return upstream, repaired
@@ -139,16 +143,10 @@ def mode_of(state: RequestState) -> str:
 
 def rejection(outcome: Outcome) -> HistoryRejected:
     """The 400 for a rejected history: the first rejection, its fix, and every finding."""
-    first = outcome.rejection()
-    more = len(outcome.findings) - 1
-    message = (
-        f"{first.path}: {first.detail} (rule {first.rule}). "
-        f"Fix in the client: {ALL_RULES[first.rule].hint}"
-    )
-    if more:
-        message += f" ({more} more finding{'s' if more > 1 else ''} in error.findings.)"
     findings = [f.as_dict() for f in outcome.findings]
-    return HistoryRejected(message, param=first.path, findings=findings)
+    return HistoryRejected(
+        outcome.rejection_message, param=outcome.rejection().path, findings=findings
+    )
 
 
 def dumps(body: Any) -> bytes:

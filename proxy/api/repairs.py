@@ -74,6 +74,8 @@ class RecordSummary(BaseModel):
     duration_ms: float | None
     sanitize_ms: float | None
     upstream_ms: float | None
+    status: int | None = Field(None, description="the status the client got")
+    proxy_error: str | None = Field(None, description="the proxy's error code, if it answered")
     rules: dict[str, int] = Field(description="findings per rule")
     findings: list[FindingOut]
 
@@ -97,10 +99,21 @@ class RecordDiff(BaseModel):
     unified: str | None = Field(description="unified diff of the pretty-printed messages")
 
 
+class Attempt(BaseModel):
+    """One request sent upstream for a client request that was repaired and retried."""
+
+    forwarded: Any
+    upstream_status: int | None
+    upstream_error: str | None
+    upstream_error_kind: str | None
+    retried_rule: str | None = Field(description="the rule whose repair made the next attempt")
+
+
 class RecordDetail(RecordSummary):
     upstream_error: str | None
     received: Any
     forwarded: Any
+    attempts: list[Attempt] | None = Field(None, description="set when a refusal was retried")
     diff: RecordDiff | None = Field(description="null when nothing was forwarded")
 
 

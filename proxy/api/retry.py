@@ -21,6 +21,7 @@ from proxy.core.retry import plan_retry
 from proxy.relay.base import UpstreamResponse
 from proxy.relay.http import decoded, encoding_of
 from proxy.repairlog import classify_upstream_error
+from proxy.repairlog.record import new_record_id
 from proxy.settings import Settings
 
 #: Statuses a refused history comes back with (Mistral's schema errors are 422).
@@ -67,6 +68,7 @@ class Retry:
         if plan.learned is not None and self.learned is not None:
             self.learned.learn(upstream, state.log.model, plan.learned, text)
         attempt.retried_rule = plan.rule
+        state.record_id = state.record_id or new_record_id()  # named as the answer starts
         state.extra_findings.extend(f.as_dict() for f in plan.findings)
         state.attempts.append(Attempt(plan.body))
         self.counters.retries(upstream, plan.rule).inc()

@@ -122,10 +122,12 @@ class RequestState:
         """Whether the response has started: from then on nothing else can be answered."""
         return bool(self.scope.get(RESPONSE_STARTED))
 
-    @property
-    def recorded(self) -> bool:
-        """Whether this request leaves a record (its id is announced as the answer starts)."""
-        return self.record_id is not None
+    def content_encoding(self) -> bytes | None:
+        """The request body's ``Content-Encoding``, if the client sent one."""
+        for name, value in self.forward:
+            if name == b"content-encoding":
+                return value
+        return None
 
     def scrub(self, text: str, injected: bytes | None) -> str:
         """``text`` (an upstream's error) without the keys this request carried upstream."""

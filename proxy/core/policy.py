@@ -47,12 +47,12 @@ orphan_tool_result        R R R R R R R R R R
 missing_tool_result       R R R R R R R R R R
 too_many_tool_calls       R R R R R R R R R R
 tool_call_id_format       R R R R R R R R R R
-tool_message_name         - - - - - - strip - - -
+tool_message_name         - - - - - add strip - - -
 missing_reasoning_content R R R R R R R R R R
 thought_signature         R R R R R R R R R R
 function_call_turn_order  - - R - - - - - - -
-consecutive_same_role     - - - - - - - - R R
-user_after_tool           - - - - R - - - R R
+consecutive_same_role     - - - - - - - - - -
+user_after_tool           - - - - R - - - R -
 empty_assistant_message   - R R - R - R - - -
 empty_text                - - R - - - - - - -
 unknown_message_field     R R R R R R R R R R
@@ -226,6 +226,15 @@ class Outcome:
         """The first finding whose action was ``reject``."""
         return next(f for f in self.findings if f.action == "reject")
 
+    @property
+    def rejection_message(self) -> str:
+        """Why the history was rejected, for the client: the first rejection and its fix."""
+        more = len(self.findings) - 1
+        message = self.rejection().message
+        if more:
+            message += f" ({more} more finding{'s' if more > 1 else ''} in error.findings.)"
+        return message
+
 
 def apply_policy(
     messages: list[Message], policy: Policy, request: Mapping[str, Any] | None = None
@@ -255,7 +264,8 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
         action = setting.action
         for h in hits:
             done = "reject" if h.fatal and action != "warn" else action
-            findings.append(Finding(rule.name, done, history.path(h.index, h.where), h.detail))
+            where = history.path(h.index, h.where)
+            findings.append(Finding(rule.name, done, where, h.detail, rule.hint))
             rejected = rejected or done == "reject"
         if action not in ("warn", "reject"):
             history = rule.repairs[action](history, hits, setting.params)

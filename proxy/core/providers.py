@@ -24,11 +24,11 @@ from typing import Any
 Fields = Mapping[str, frozenset[str]]
 
 CALLER = frozenset({"caller"})
-EVERY_KIND = frozenset({"caller", "system", "developer", "user", "assistant", "tool"})
 BASE_ROLES = frozenset({"system", "user", "assistant", "tool"})
 #: Model globs of the Mistral family, whose chat templates check ids and role order wherever
 #: they are served (providers-second-tier.md B1: mlx-lm, omlx, Ollama; vLLM Mistral Vibe#578).
-MISTRAL_FAMILY = ("*mistral*", "*devstral*", "*codestral*", "*magistral*", "*ministral*")
+_MISTRALS = ("mistral", "mixtral", "devstral", "codestral", "magistral", "ministral")
+MISTRAL_FAMILY = tuple(f"*{name}*" for name in _MISTRALS)
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # one record per dialect: identity is equality
@@ -55,6 +55,9 @@ class Provider:
     #: ``name`` on tool messages: ``refused``, ``accepted``, ``expected`` (sent by the
     #: provider's own examples: messages the proxy writes carry it) or ``required``.
     tool_name: str = "accepted"
+    #: Globs of the models that require ``name`` on tool messages (``tool_message_name``'s
+    #: ``add`` checks only those; none listed: every model).
+    tool_name_models: tuple[str, ...] = ()
     #: Message keys accepted per role; None: unknown keys are ignored (serde, Go, vLLM).
     message_fields: Fields | None = None
     #: Keys refused per role by a provider that otherwise ignores unknown keys.
@@ -73,7 +76,8 @@ class Provider:
     max_calls: int = 0
     #: Whether one tool-call turn may be split into several (Gemini G4: never).
     split_calls: bool = True
-    #: Globs of the models whose templates require user/assistant alternation.
+    #: Globs of the models that want an assistant turn between tool results and a user or system
+    #: message (Mistral's ``Unexpected role 'user' after role 'tool'``; none listed: every model).
     alternation_models: tuple[str, ...] = ()
 
     def takes(self, role: str, key: str) -> bool:
@@ -147,7 +151,8 @@ GEMINI = Provider(
 #: Moonshot Kimi (provider-rules §4, B1): OpenAI-shaped, thinking models need reasoning.
 KIMI = Provider(
     name="kimi",
-    thinking_models=("kimi-k2-thinking*", "kimi-k2.[5-9]*"),  # "Kimi k2.5+" (§4 summary row)
+    # "Kimi k2.5+" (§4 summary row): the thinking models and the later generations
+    thinking_models=("kimi-k2-thinking*", "kimi-k2.[5-9]*", "kimi-k[3-9]*"),
     thinking_switch="thinking",
 )
 #: Mistral La Plateforme: pydantic models with extra="forbid" (B1 422 extra_forbidden).
@@ -166,17 +171,21 @@ MISTRAL = Provider(
     call_fields=_CALL | {"index"},  # the SDK's ToolCall carries index; B1: "name" refused
     alternation_models=("*",),  # §4: Unexpected role 'user' after role 'tool'
 )
-#: Groq: a strict per-role schema (§4, B1: reasoning_content, status, timestamp, metadata, id,
-#: name all "unsupported").
+#: Groq: a strict per-role schema (§4, B1: reasoning_content, status, timestamp, metadata, id
+#: "unsupported"; the doc's 400 on messages[].name), tool content a string; gpt-oss models
+#: want ``name`` on tool messages (§4, REPORTED: ``Tools should have a name!``).
 GROQ = Provider(
     name="groq",
-    tool_name="refused",
+    roles=BASE_ROLES | {"developer"},
+    tool_text_only=True,
+    tool_name_models=("openai/gpt-oss*", "gpt-oss*"),
     message_fields=_frozen(
         {
             "system": ("role", "content"),
+            "developer": ("role", "content"),
             "user": ("role", "content"),
             "assistant": ("role", "content", "tool_calls"),
-            "tool": ("role", "content", "tool_call_id"),
+            "tool": ("role", "content", "tool_call_id", "name"),
         }
     ),
     call_fields=_CALL,
@@ -184,8 +193,11 @@ GROQ = Provider(
 #: xAI: "Only messages of role 'user' can have a name." (§4); arguments parsed (B1).
 XAI = Provider(
     name="xai",
+    roles=BASE_ROLES | {"developer"},
     tool_name="refused",
-    refused_fields=_frozen({"system": ("name",), "assistant": ("name",), "tool": ("name",)}),
+    refused_fields=_frozen(
+        {role: ("name",) for role in ("system", "developer", "assistant", "tool")}
+    ),
 )
 #: Qwen / DashScope: OpenAI's rules under its own prefix (§4); `function` role accepted.
 QWEN = Provider(name="qwen", roles=BASE_ROLES | {"function"})
@@ -193,22 +205,16 @@ QWEN = Provider(name="qwen", roles=BASE_ROLES | {"function"})
 #: templates check ids and alternation.
 VLLM = Provider(
     name="vllm",
+    roles=BASE_ROLES | {"developer"},
     id_max_length=9,
     id_pattern="[a-zA-Z0-9]{9}",
     id_models=MISTRAL_FAMILY,
     alternation_models=MISTRAL_FAMILY,
 )
-#: Ollama's /v1: Go structs (unknown keys and null contents pass as zero values); Mistral ids
-#: checked on Mistral models (B1: ``Unexpected tool call id … in tool results``).
-OLLAMA = Provider(
-    name="ollama",
-    null_content=EVERY_KIND,
-    missing_content=EVERY_KIND,
-    id_max_length=9,
-    id_pattern="[a-zA-Z0-9]{9}",
-    id_models=MISTRAL_FAMILY,
-    alternation_models=MISTRAL_FAMILY,
-)
+#: Ollama's /v1: Go structs (unknown keys ignored; a null content only on tool-call turns, per
+#: its converter). Its Mistral path pairs results by id (B1: ``Unexpected tool call id
+#: b87624841 in tool results``, a 9-character id: a pairing error, not a format one).
+OLLAMA = Provider(name="ollama")
 
 PROVIDERS: dict[str, Provider] = {
     p.name: p for p in (OPENAI, DEEPSEEK, GEMINI, KIMI, MISTRAL, GROQ, XAI, QWEN, VLLM, OLLAMA)

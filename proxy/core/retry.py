@@ -143,7 +143,8 @@ def _plan_rule(api: str, body: dict[str, Any], found: Match, policy: Policy) -> 
     if new == body:
         return None
     findings = tuple(
-        Finding(rule.name, action, history.path(h.index, h.where), h.detail) for h in chosen
+        Finding(rule.name, action, history.path(h.index, h.where), h.detail, rule.hint)
+        for h in chosen
     )
     return RetryPlan(new, rule.name, findings, found)
 

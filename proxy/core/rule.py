@@ -76,9 +76,20 @@ class Finding:
     action: str
     path: str
     detail: str
+    hint: str = ""  # what the client should change (the rule's hint)
 
     def as_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "action": self.action, "path": self.path, "detail": self.detail}
+        """The one shape of a finding: in records, HTTP 400 bodies and ``check --format json``."""
+        found = {"rule": self.rule, "action": self.action, "path": self.path, "detail": self.detail}
+        if self.hint:
+            found["hint"] = self.hint
+        return found
+
+    @property
+    def message(self) -> str:
+        """One sentence for a person: where, what, which rule, and the fix."""
+        text = f"{self.path}: {self.detail} (rule {self.rule})."
+        return f"{text} Fix in the client: {self.hint}" if self.hint else text
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from starlette.types import Scope
 
-from proxy.errors import BadRequestBody
+from proxy.errors import BadRequestBody, UnsupportedEncoding
 from proxy.relay.base import RawHeaders
 
 
@@ -19,6 +19,32 @@ def encoding_of(headers: RawHeaders) -> bytes | None:
         if name.lower() == b"content-encoding":
             return value.lower()
     return None
+
+
+def inflated(body: bytes, encoding: bytes, limit: int) -> bytes:
+    """A request body sent with ``Content-Encoding: gzip`` or ``deflate``, decompressed.
+
+    413 past ``limit`` bytes decompressed (a small bomb must not take the memory), 400 when the
+    bytes are not what the header says, 415 for any other encoding.
+    """
+    name = encoding.strip().lower()
+    if name not in (b"gzip", b"x-gzip", b"deflate"):
+        raise UnsupportedEncoding(
+            f"Content-Encoding {name.decode('latin-1')!r} is not supported on requests the proxy "
+            "checks; send the body uncompressed, or gzip/deflate."
+        )
+    inflater = zlib.decompressobj(wbits=47)  # 47: gzip or zlib, detected from the header
+    try:
+        data = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise BadRequestBody(f"The request body is not valid {name.decode()} data: {exc}.") from exc
+    if len(data) > limit or inflater.unconsumed_tail:
+        raise BadRequestBody(
+            f"The decompressed request body is larger than this proxy accepts ({limit} bytes, "
+            "server.max_body_bytes).",
+            status=413,
+        )
+    return data
 
 
 def decoded(data: bytes, encoding: bytes | None, limit: int) -> str:

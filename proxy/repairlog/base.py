@@ -168,11 +168,14 @@ def stored(record: Record) -> dict[str, Any]:
         "duration_ms": record.duration_ms,
         "sanitize_ms": record.sanitize_ms,
         "upstream_ms": record.upstream_ms,
+        "status": record.status,
+        "proxy_error": record.proxy_error,
         "rules": rule_counts(record.findings),
         "findings": record.findings,
         "upstream_error": record.upstream_error,
         "received": record.received,
         "forwarded": record.forwarded,
+        "attempts": record.attempts,
     }
 
 

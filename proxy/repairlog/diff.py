@@ -22,7 +22,7 @@ MAX_UNIFIED_LINES = 20_000
 #: At most this many changed key paths are listed per message.
 MAX_KEYS = 20
 
-_INDEX = re.compile(r"^messages\[(\d+)\]")
+_INDEX = re.compile(r"^(?:messages|input)\[(\d+)\]")
 _MISSING = object()
 
 
@@ -115,8 +115,11 @@ def changed_paths(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def _messages(body: Any) -> list[Any]:
-    if isinstance(body, dict) and isinstance(body.get("messages"), list):
-        return list(body["messages"])
+    """The history of a chat (``messages``) or Responses (``input`` items) body."""
+    if isinstance(body, dict):
+        for key in ("messages", "input"):
+            if isinstance(body.get(key), list):
+                return list(body[key])
     return []
 
 
@@ -125,7 +128,12 @@ def _canonical(message: Any) -> bytes:
 
 
 def _role(message: Any) -> str | None:
-    role = message.get("role") if isinstance(message, dict) else None
+    """A chat message's role; a Responses item's role, else its type (``function_call``…)."""
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    if not isinstance(role, str):
+        role = message.get("type")
     return role if isinstance(role, str) else None
 
 

@@ -34,12 +34,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from proxy import metrics
-from proxy.repairlog.base import RepairLog, RepairLogError, RepairLogUnavailable, dumps, stored
+from proxy.repairlog.base import RepairLog, RepairLogError, RepairLogUnavailable
 from proxy.repairlog.capture import apply_capture
 from proxy.repairlog.record import Record
+from proxy.repairlog.unwritten import Unwritten
 from proxy.settings import RepairLogSettings
 
 LOGGER = logging.getLogger("toolcall_guard.repairlog")
@@ -66,8 +65,7 @@ class RecordWriter:
         self._retention_interval = retention_interval
         self._stop_timeout = stop_timeout
         self._queue: deque[Record] = deque()
-        self._announced: dict[str, Callable[[], Record]] = {}  # ids out, records not submitted
-        self._unwritten: dict[str, Record] = {}  # submitted, not yet written nor dropped
+        self._unwritten = Unwritten(settings.queue_size)
         self._wake = asyncio.Event()  # something was queued, or stop was asked
         self._full = asyncio.Event()  # a whole batch is waiting, or stop was asked
         self._stop = asyncio.Event()  # stop was asked (ends a pause between failed tries)
@@ -125,33 +123,22 @@ class RecordWriter:
     def announce(self, record_id: str, build: Callable[[], Record]) -> None:
         """Make the record ``record_id`` readable (:meth:`find`) from the moment the id is handed
         out, before it is complete and submitted: ``build`` makes it from what the request did so
-        far. :meth:`submit` (or :meth:`withdraw`) ends the announcement; at most ``queue_size``
-        are held, the oldest go first."""
-        if len(self._announced) >= self._settings.queue_size:
-            del self._announced[next(iter(self._announced))]
-        self._announced[record_id] = build
+        far. :meth:`submit` (or :meth:`withdraw`) ends the announcement."""
+        self._unwritten.announce(record_id, build)
 
     def withdraw(self, record_id: str) -> None:
         """Forget an announced record that will not be submitted."""
-        self._announced.pop(record_id, None)
+        self._unwritten.withdraw(record_id)
 
     def find(self, record_id: str) -> dict[str, Any] | None:
         """A record not yet written (announced, queued or being written) as ``get`` returns a
         stored one (capture mode applied), or None."""
-        record = self._unwritten.get(record_id)
-        if record is None:
-            build = self._announced.get(record_id)
-            record = None if build is None else build()
-        if record is None:
-            return None
         settings = self._settings
-        captured = apply_capture(record, settings.capture, settings.max_error_body_bytes)
-        found: dict[str, Any] = orjson.loads(dumps(stored(captured)))  # a copy: not shared
-        return found
+        return self._unwritten.find(record_id, settings.capture, settings.max_error_body_bytes)
 
     def submit(self, record: Record) -> bool:
         """Queue ``record``; False (and counted) when the queue is full or the writer stopped."""
-        self._announced.pop(record.id, None)
+        self._unwritten.withdraw(record.id)
         if self._stopping:
             self._drop(1, "stopped")
             return False
@@ -161,7 +148,7 @@ class RecordWriter:
             self._drop(1, "queue_full")
             return False
         self._queue.append(record)
-        self._unwritten[record.id] = record
+        self._unwritten.queued(record)
         self._bytes += record.size
         metrics.REPAIRLOG_QUEUE_DEPTH.set(self.pending)
         self._wake.set()
@@ -203,7 +190,8 @@ class RecordWriter:
             self._in_flight = len(batch)
             left = await self._flush(batch)
             self._in_flight = 0
-            self._forget(batch, left)
+            kept = {record.id for record in left}
+            self._unwritten.done(r for r in batch if r.id not in kept)
             self._bytes -= sum(r.size for r in batch) - sum(r.size for r in left)
             if left and self._stopping:  # no time to wait for the backend: count the rest
                 self._drop(len(left) + len(self._queue), "backend")
@@ -214,13 +202,6 @@ class RecordWriter:
                 self._queue.extendleft(reversed(left))
                 await self._pause()
             metrics.REPAIRLOG_QUEUE_DEPTH.set(self.pending)
-
-    def _forget(self, batch: list[Record], left: list[Record]) -> None:
-        """Written or refused: readable from the log now (or never), no longer from here."""
-        kept = {record.id for record in left}
-        for record in batch:
-            if record.id not in kept:
-                self._unwritten.pop(record.id, None)
 
     async def _wait_for_batch(self) -> None:
         if not self._queue and not self._stopping:
@@ -329,7 +310,6 @@ class RecordWriter:
             self._drop(left, "shutdown")
         self._queue.clear()
         self._unwritten.clear()
-        self._announced.clear()
         self._in_flight = 0
         self._bytes = 0
         metrics.REPAIRLOG_QUEUE_DEPTH.set(0)

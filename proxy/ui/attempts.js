@@ -17,11 +17,14 @@ export function attemptsSection(record) {
 
 function attemptBlock(record, attempts, i) {
   const attempt = attempts[i] && typeof attempts[i] === "object" ? attempts[i] : {};
-  const rule = i > 0 && attempt.retried_rule ? String(attempt.retried_rule) : null;
+  const rule = i > 0 ? ruleBefore(attempts, i) : null;
   const note = rule ? { rule, action: "retry", detail: "applied on this retry" } : null;
   return h("div", { className: "attempt", "data-attempt": i + 1 },
     h("h2", { className: "attempt-head" }, `Attempt ${i + 1} of ${attempts.length}`, " ",
-      statusTag(attempt.upstream_status), note ? findingTag(note) : null),
+      statusTag(attempt.upstream_status),
+      attempt.upstream_error_kind ? h("span", { className: "muted mono" },
+        String(attempt.upstream_error_kind)) : null,
+      note ? findingTag(note) : null),
     errorBox(attempt),
     comparison({
       title: i === 0 ? "Received → sent" : `Attempt ${i} → attempt ${i + 1}`,
@@ -33,6 +36,14 @@ function attemptBlock(record, attempts, i) {
       prefix: i === 0 ? "" : `a${i + 1}-`,
       note,
     }));
+}
+
+// The rule whose repair made attempt i: the repair log puts it on the attempt it was applied
+// to (`retried_rule`: "the rule whose repair made the next attempt"); an attempt that names
+// its own rule is read too.
+function ruleBefore(attempts, i) {
+  const rule = attempts[i - 1]?.retried_rule ?? attempts[i]?.retried_rule;
+  return typeof rule === "string" && rule ? rule : null;
 }
 
 function statusTag(status) {

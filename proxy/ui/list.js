@@ -201,7 +201,11 @@ function row(r) {
   const actions = actionsByRule(r.findings);
   const rules = counts.map(([rule, n]) => h("span", {
     className: `chip chip-${actions.get(rule) ?? "repair"}` }, n > 1 ? `${rule} ×${n}` : rule));
-  const status = [r.upstream_status, r.upstream_error_kind].filter((v) => v != null).join(" ");
+  // The status the client got (the proxy's own 502 when the upstream was down), else the
+  // upstream's; then why.
+  const code = r.status ?? r.upstream_status;
+  const why = r.upstream_error_kind ?? r.proxy_error;
+  const status = [code, why].filter((v) => v != null).join(" ");
   return h("a", { className: "row", href: `#/r/${encodeURIComponent(r.id)}`, "data-id": r.id },
     h("span", { className: "c-time" }, timeLabel(r.created_at)),
     h("span", { className: "c-outcome" }, badge(r.outcome)),
@@ -209,8 +213,7 @@ function row(r) {
     h("span", { className: "c-model mono" }, String(r.model ?? "—")),
     h("span", { className: "c-rules" }, rules),
     h("span", { className: "c-status", title: status || undefined },
-      r.upstream_status == null ? null : h("span", { className: "code" }, String(r.upstream_status)),
-      r.upstream_error_kind == null ? null
-        : h("span", { className: "err-kind" }, String(r.upstream_error_kind))),
+      code == null ? null : h("span", { className: "code" }, String(code)),
+      why == null ? null : h("span", { className: "err-kind" }, String(why))),
     h("span", { className: "c-duration" }, duration(r.duration_ms)));
 }

@@ -29,6 +29,9 @@ function header(record) {
     ["path", record.path],
     ["stream", record.stream ? "yes" : "no"],
     ["upstream status", record.upstream_status ?? "—"],
+    // What the client got, when it is not the upstream's answer (the proxy's own 502, 400…).
+    ["client status", record.status === record.upstream_status ? null : record.status],
+    ["proxy error", record.proxy_error],
     ["retried", retriedWith(record)],
     ["error kind", record.upstream_error_kind],
     ["duration", duration(record.duration_ms)],

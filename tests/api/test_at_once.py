@@ -67,10 +67,6 @@ def test_the_record_id_answers_before_the_record_is_written(deepseek: str, strea
         assert body["diff"]["messages"]
 
 
-@pytest.mark.xfail(
-    reason="the endpoint must call writer.announce(id, build) where it hands out the id (lead)",
-    strict=True,
-)
 def test_the_record_id_answers_while_its_stream_is_still_open(deepseek: str) -> None:
     app = _proxy(deepseek)
     slow = {"x-emulator-pacing-ms": "300", "x-emulator-chunks": "5"}

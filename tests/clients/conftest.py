@@ -73,7 +73,7 @@ class Exchange:
 
     def describe(self) -> str:
         rules = self.headers.get("x-toolcall-guard-rules")
-        return f"{self.status} {self.outcome} rules={rules} answer={self.answer[:200]!r}"
+        return f"{self.status} {self.outcome} rules={rules} answer={self.answer[:160]!r}"
 
     @property
     def body(self) -> bytes:
@@ -169,11 +169,12 @@ class Guard:
         answer is a 200; with repair on reject the original may have been tried first).
         """
         sent = self.chats()
-        outcomes = [e.outcome for e in sent]
-        assert outcomes == expected, "\n".join(e.describe() for e in sent)
-        for k, exchange in enumerate(sent):
+        verdicts = [self.verdict(model, e) for e in sent]
+        report = "\n".join(f"emulator={v} {e.describe()}" for e, v in zip(sent, verdicts))
+        assert [e.outcome for e in sent] == expected, report
+        for k, (exchange, verdict) in enumerate(zip(sent, verdicts, strict=True)):
             assert exchange.status == 200, f"request {k}: {exchange.describe()}"
-            verdict, attempts = self.verdict(model, exchange), self.attempts(model, exchange)
+            attempts = self.attempts(model, exchange)
             if exchange.outcome == "clean":
                 assert verdict is None, f"request {k}: the emulator rejects it ({verdict})"
                 assert attempts == [exchange.body], f"request {k} was not forwarded as sent"

@@ -63,8 +63,14 @@ def test_metrics_count_requests_outcomes_and_findings(http: httpx.Client, proxy:
     assert response.headers["content-type"].startswith("text/plain")
     for name, labels in [
         ("toolcall_guard_requests_total", {"upstream": "openai", "route": "chat", "status": "200"}),
-        ("toolcall_guard_outcomes_total", {"upstream": "openai", "api": "chat", "outcome": "repaired"}),
-        ("toolcall_guard_findings_total", {"rule": "orphan_tool_result", "action": "salvage"}),
+        (
+            "toolcall_guard_outcomes_total",
+            {"upstream": "openai", "api": "chat", "outcome": "repaired"},
+        ),
+        (
+            "toolcall_guard_findings_total",
+            {"upstream": "openai", "rule": "orphan_tool_result", "action": "salvage"},
+        ),
     ]:
         assert _sample(after, name, **labels) == _sample(before, name, **labels) + 1, name
     count = "toolcall_guard_sanitize_seconds_count"

@@ -55,6 +55,12 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         sanitize_ms=0.25,
         upstream_ms=10.0,
         request_id="req-abc",
+        status=200,
+        proxy_error=None,
+        attempts=[
+            {"forwarded": {"n": 1}, "upstream_status": 400, "retried_rule": "developer_role"},
+            {"forwarded": {"n": 2}, "upstream_status": 200, "retried_rule": None},
+        ],
         created_at=datetime(2025, 6, 1, 14, 30, 15, 123456, tzinfo=timezone(timedelta(hours=2))),
     )
     await log.write([record])
@@ -75,11 +81,14 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         "duration_ms": 12.5,
         "sanitize_ms": 0.25,
         "upstream_ms": 10.0,
+        "status": 200,
+        "proxy_error": None,
         "rules": {"developer_role": 1},
         "findings": record.findings,
         "upstream_error": "unknown variant `developer`",
         "received": received,
         "forwarded": {"model": "gpt-4o", "messages": []},
+        "attempts": record.attempts,
     }
     assert list(got["received"]) == ["model", "messages", "z_first", "a_after"]
 

@@ -7,7 +7,6 @@ package the tests are skipped with the reason, unless ``CI=true``: then they fai
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
@@ -17,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 
 from proxy.api import repairs, ui
 from proxy.core.policy import apply_policy, build_policy
@@ -122,17 +120,10 @@ def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
     return path
 
 
-def viewer_app(
-    records: list[Record],
-    *,
-    admin_token_env: str | None = None,
-    extras: dict[str, dict[str, Any]] | None = None,
-) -> FastAPI:
+def viewer_app(records: list[Record], *, admin_token_env: str | None = None) -> FastAPI:
     """The repairs API and the viewer over a memory log holding ``records``.
 
     ``POST /test/records`` (this test app only) appends one more record, for live refresh.
-    ``extras`` (record id -> fields) are merged into ``GET /repairs/{id}``: record fields the
-    repair log does not store yet (``attempts``, being defined for repair on reject).
     """
     server = {"admin_token_env": admin_token_env or NO_TOKEN_ENV}
     settings = load_settings(server=server, repair_log={"url": "memory://"})
@@ -151,9 +142,6 @@ def viewer_app(
     app.include_router(repairs.router)
     app.include_router(ui.router)
 
-    if extras:
-        _merge_extras(app, extras)
-
     @app.post("/test/records")
     async def add_record() -> dict[str, str]:
         record = orphan_record(created_at=datetime.now(UTC))
@@ -161,17 +149,6 @@ def viewer_app(
         return {"id": record.id}
 
     return app
-
-
-def _merge_extras(app: FastAPI, extras: dict[str, dict[str, Any]]) -> None:
-    @app.middleware("http")
-    async def merge(request: Request, call_next: Any) -> Response:
-        response: Any = await call_next(request)
-        extra = extras.get(request.url.path.rpartition("/")[2])
-        if not request.url.path.startswith("/repairs/") or extra is None:
-            return response  # type: ignore[no-any-return]
-        body = b"".join([chunk async for chunk in response.body_iterator])
-        return JSONResponse(json.loads(body) | extra, status_code=response.status_code)
 
 
 def sanitized(policy: str, messages: list[dict[str, Any]], **fields: Any) -> Record:

@@ -3,7 +3,7 @@ Responses API records and retried requests (repair on reject).
 
 Chat records go through the real policy (:func:`tests.ui.conftest.sanitized`). The Responses
 record and the attempts are written out by hand in the shapes the proxy writes them (issue 13:
-``input`` items; issue 15: ``record.attempts``) until those units record them themselves.
+``input`` items; issue 15: ``Record.attempts``).
 """
 
 from __future__ import annotations
@@ -131,9 +131,9 @@ def responses_record(created_at: datetime) -> Record:
     )
 
 
-def retried_record(created_at: datetime) -> tuple[Record, dict[str, Any]]:
+def retried_record(created_at: datetime) -> Record:
     """DeepSeek thinking mode refused a history the policy let through (D3); the retry added
-    ``reasoning_content``. Returns the record and its ``attempts`` (served beside it)."""
+    ``reasoning_content``. ``retried_rule`` names the rule whose repair made the next attempt."""
     messages = [
         {"role": "user", "content": "List the files"},
         {"role": "assistant", "content": "", "tool_calls": [call("c1", "ls", "{}")]},
@@ -142,7 +142,23 @@ def retried_record(created_at: datetime) -> tuple[Record, dict[str, Any]]:
     body = {"model": "deepseek-reasoner", "messages": messages}
     retried = [messages[0], {**messages[1], "reasoning_content": ""}, messages[2]]
     second = {**body, "messages": retried}
-    record = Record(
+    attempts = [
+        {
+            "forwarded": body,
+            "upstream_status": 400,
+            "upstream_error": DEEPSEEK_D3,
+            "upstream_error_kind": "missing_reasoning_content",
+            "retried_rule": "missing_reasoning_content",
+        },
+        {
+            "forwarded": second,
+            "upstream_status": 200,
+            "upstream_error": None,
+            "upstream_error_kind": None,
+            "retried_rule": None,
+        },
+    ]
+    return Record(
         upstream="deepseek",
         model="deepseek-reasoner",
         path="/v1/chat/completions",
@@ -152,23 +168,20 @@ def retried_record(created_at: datetime) -> tuple[Record, dict[str, Any]]:
         received=body,
         forwarded=second,
         upstream_status=200,
+        status=200,
+        attempts=attempts,
         created_at=created_at,
     )
-    attempts = [
-        {
-            "forwarded": body,
-            "upstream_status": 400,
-            "upstream_error": DEEPSEEK_D3,
-            "retried_rule": None,
-        },
-        {
-            "forwarded": second,
-            "upstream_status": 200,
-            "upstream_error": None,
-            "retried_rule": "missing_reasoning_content",
-        },
-    ]
-    return record, {"attempts": attempts}
+
+
+def unreachable_record(created_at: datetime) -> Record:
+    """Repaired, then the upstream could not be reached: the client got the proxy's 502."""
+    record = salvage_run_record(created_at)
+    record.upstream = "deepseek"
+    record.upstream_status = None
+    record.status = 502
+    record.proxy_error = "upstream_unavailable"
+    return record
 
 
 class Second:
@@ -183,7 +196,8 @@ class Second:
         self.rejected = rejected_record(at[3])
         self.upstream_rejected = upstream_rejected_record(at[4])
         self.responses = responses_record(at[5])
-        self.retried, retried_extra = retried_record(at[6])
+        self.retried = retried_record(at[6])
+        self.unreachable = unreachable_record(at[7])
         self.all = [
             self.salvage,
             self.synthesized,
@@ -192,5 +206,5 @@ class Second:
             self.upstream_rejected,
             self.responses,
             self.retried,
+            self.unreachable,
         ]
-        self.extras = {self.retried.id: retried_extra}

@@ -24,7 +24,7 @@ def second() -> Second:
 
 @pytest.fixture(scope="module")
 def viewer2(second: Second) -> Iterator[str]:
-    with running(viewer_app(second.all, extras=second.extras)) as url:
+    with running(viewer_app(second.all)) as url:
         yield url
 
 
@@ -109,7 +109,7 @@ def test_action_colours_agree_in_headers_findings_and_list(
 
 
 def test_status_column_is_never_cut_off(new_page: Any, viewer2: str, second: Second) -> None:
-    for width in (1280, 800):
+    for width in (1280, 1000, 800):  # 1000: the grid's narrowest status column
         page = new_page(viewport={"width": width, "height": 900})
         page.goto(f"{viewer2}/ui")
         row = page.locator(f'a.row[data-id="{second.upstream_rejected.id}"]')
@@ -122,11 +122,23 @@ def test_status_column_is_never_cut_off(new_page: Any, viewer2: str, second: Sec
         assert cut == 0, width
 
 
+def test_the_status_the_client_got_is_shown(page: Any, viewer2: str, second: Second) -> None:
+    # The upstream was down: no upstream status, the client got the proxy's 502 (issue 16.4).
+    page.goto(f"{viewer2}/ui")
+    status = page.locator(f'a.row[data-id="{second.unreachable.id}"] .c-status')
+    expect(status.locator(".code")).to_have_text("502")
+    expect(status.locator(".err-kind")).to_have_text("upstream_unavailable")
+    open_record(page, viewer2, second.unreachable.id)
+    meta = page.locator(".meta")
+    expect(meta).to_contain_text("client status502")
+    expect(meta).to_contain_text("proxy errorupstream_unavailable")
+
+
 def test_summary_counts_follow_the_active_filter(page: Any, viewer2: str, second: Second) -> None:
     page.goto(f"{viewer2}/ui")
     outcomes = page.locator(".stat-outcome .stat")
     expect(page.locator(".stats")).to_have_attribute("data-scope", "all")
-    expect(page.locator('.stat-outcome [data-key="repaired"] .count')).to_have_text("4")
+    expect(page.locator('.stat-outcome [data-key="repaired"] .count')).to_have_text("5")
     page.locator("select[name=outcome]").select_option("rejected")
     expect(rows(page)).to_have_count(1)
     expect(page.locator(".stats")).to_have_attribute("data-scope", "filtered")
@@ -144,7 +156,7 @@ def test_summary_counts_follow_the_active_filter(page: Any, viewer2: str, second
     expect(page.locator('.stat-outcome [data-key="warned"] .count')).to_have_text("1")
     page.get_by_role("button", name="clear").click()
     expect(page.locator(".stats")).to_have_attribute("data-scope", "all")
-    expect(page.locator('.stat-outcome [data-key="repaired"] .count')).to_have_text("4")
+    expect(page.locator('.stat-outcome [data-key="repaired"] .count')).to_have_text("5")
 
 
 def test_no_sideways_scrolling_at_800_pixels(new_page: Any, viewer2: str, second: Second) -> None:
@@ -152,6 +164,11 @@ def test_no_sideways_scrolling_at_800_pixels(new_page: Any, viewer2: str, second
     page.goto(f"{viewer2}/ui")
     expect(rows(page)).to_have_count(len(second.all))
     assert page.evaluate(OVERFLOW) <= 0
+    # The list clips what does not fit (overflow: hidden): no row may be wider than the list.
+    clipped = rows(page).evaluate_all(
+        "rs => rs.filter(r => r.scrollWidth > r.clientWidth).map(r => r.dataset.id)"
+    )
+    assert clipped == []
     screenshot(page, "list-800", full_page=False)
     for record in (second.salvage, second.responses, second.retried):
         open_record(page, viewer2, record.id)
@@ -208,6 +225,7 @@ def test_a_retried_request_shows_both_attempts(page: Any, viewer2: str, second: 
     first, again = attempts.nth(0), attempts.nth(1)
     expect(first.locator(".attempt-head")).to_contain_text("Attempt 1 of 2")
     expect(first.locator(".attempt-status")).to_have_text("upstream 400")
+    expect(first.locator(".attempt-head")).not_to_contain_text("retry")
     expect(first.locator(".upstream-error-text")).to_contain_text("Missing `reasoning_content`")
     expect(first.locator(".compare .col-head")).to_have_text("Forwarded unchanged · 3 messages")
     expect(again.locator(".attempt-head")).to_contain_text("Attempt 2 of 2")

@@ -45,7 +45,8 @@ def test_golden(case: dict[str, Any]) -> None:
         assert not outcome.rejected
         assert outcome.messages == case["output"]
         if case["output"] == original:
-            assert outcome.messages is case["input"] and not outcome.changed
+            assert outcome.messages is case["input"]
+            assert not outcome.changed
         if all(f["action"] != "warn" for f in got):
             again = apply_policy(outcome.messages, policy, request=request)
             assert again.findings == (), "sanitizing twice must find nothing the second time"

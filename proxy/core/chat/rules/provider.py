@@ -28,6 +28,7 @@ _NAME = itemgetter("name")
     "tool_message_name",
     tools_only=True,
     hint="Send the called function's name as 'name' on tool messages (or none, per upstream).",
+    params={"models": []},
 )
 def tool_message_name(history: History, params: Params) -> list[Hit]:
     """``name`` missing on tool messages where the upstream needs it, or present where refused.
@@ -36,7 +37,9 @@ def tool_message_name(history: History, params: Params) -> list[Hit]:
     message without it is accepted (only its cause of a 400 was reported; seed 002 even
     removed it), so no preset adds it: ``add`` is an opt-in repair, for which a tool message
     without a non-empty string ``name`` whose call is known gets that call's function name.
-    With ``strip`` configured (the xai preset; xAI: ``Only messages of role 'user' can have a
+    The groq preset adds it for the models of ``models`` (globs; empty: the record's, Groq's
+    ``openai/gpt-oss*``: ``Tools should have a name!``, §4; none listed: every model). With
+    ``strip`` configured (the xai preset; xAI: ``Only messages of role 'user' can have a
     name.``, §4), every tool message carrying ``name`` is a hit and loses it.
     """
     index = history.index
@@ -49,6 +52,9 @@ def tool_message_name(history: History, params: Params) -> list[Hit]:
             for i in index.tools
             if "name" in messages[i]
         ]
+    globs = params.get("models") or provider_of(params).tool_name_models
+    if globs and not model_matches(model_of(history.request), globs):
+        return []
     try:
         names = list(map(_NAME, index.tool_messages))
         "".join(names)  # raises TypeError unless every name is a string

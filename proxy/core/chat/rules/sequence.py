@@ -211,22 +211,24 @@ BRIDGE_TEXT = "Tool results received."
     params={"text": BRIDGE_TEXT},
 )
 def user_after_tool(history: History, params: Params) -> list[Hit]:
-    """A user message right after tool results, where the upstream wants an assistant turn.
+    """A user (or system) message right after tool results, where the upstream wants an
+    assistant turn between them.
 
     Left when a user cancels a tool run or answers before the model does (Mistral Vibe#578,
     datapizza#98). Mistral: ``Unexpected role 'user' after role 'tool'`` (400, code 3230,
-    §4); Mistral templates on vLLM and llama.cpp fail the same way (B1). On template servers
-    only the models of the record's ``alternation_models`` are checked. The ``bridge`` repair
-    inserts an assistant message saying ``text`` between them.
+    §4; ``'system' after 'tool'`` likewise); Mistral templates on vLLM and llama.cpp fail the
+    same way (B1). On template servers only the models of the record's ``alternation_models``
+    are checked. The ``bridge`` repair inserts an assistant message saying ``text`` between
+    them.
     """
     index = history.index
-    if not index.tools or "user" not in index.roles or not _strict_order(history, params):
+    if not index.tools or not _strict_order(history, params):
         return []
     messages = history.messages
     return [
-        Hit(i, ".role", "user message right after a tool message")
+        Hit(i, ".role", f"{messages[i]['role']} message right after a tool message")
         for i in range(1, len(messages))
-        if messages[i]["role"] == "user" and messages[i - 1]["role"] == "tool"
+        if messages[i]["role"] in ("user", "system") and messages[i - 1]["role"] == "tool"
     ]
 
 

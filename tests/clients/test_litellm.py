@@ -1,0 +1,121 @@
+"""LiteLLM: ``litellm.completion`` with ``api_base`` at the proxy, its ``Message`` objects
+appended as returned, and ``stream_chunk_builder`` for streamed answers.
+
+Models are named as LiteLLM's docs name them: ``deepseek/…`` (its DeepSeek provider), and
+``openai/…`` for OpenAI and for Gemini's OpenAI-compatible endpoint. The model cost map is read
+from the package (``LITELLM_LOCAL_MODEL_COST_MAP``): no fetch at import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.clients.conftest import (
+    MODELS,
+    PARALLEL_CALLS,
+    READ_FILE,
+    TIMEOUT,
+    Guard,
+    parametrize_models,
+    provider_answer,
+    require,
+)
+
+SYSTEM = {"role": "system", "content": "You are a coding agent."}
+ASK = {"role": "user", "content": "Read config.py and app.py."}
+#: Where replaying LiteLLM's ``Message`` objects breaks the provider's rules, so the proxy
+#: must repair: a tool-call message keeps ``content: null``, which Gemini rejects (G9).
+REPLAYED = {"gemini-2.5-flash": "repaired", "gemini-3-pro-preview": "repaired"}
+#: LiteLLM's own logging re-serializes the messages and warns when a tool call is a plain dict;
+#: the request is unaffected (these tests compare its bytes), so the noise is not an error here.
+pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
+
+
+@pytest.fixture
+def litellm(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return require("litellm")
+
+
+def _ask(litellm: Any, guard: Guard, model: str, messages: list[Any], **kw: Any) -> Any:
+    prefix = "deepseek" if MODELS[model] == "deepseek" else "openai"
+    return litellm.completion(
+        model=f"{prefix}/{model}",
+        messages=messages,
+        tools=[READ_FILE],
+        api_base=guard.v1,
+        api_key="sk-client",
+        num_retries=0,
+        timeout=TIMEOUT,
+        **kw,
+    )
+
+
+def _answer(messages: list[Any], message: Any) -> None:
+    messages.append(message)
+    for call in message.tool_calls:
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": f"<{call.id}>"})
+
+
+def _parallel(litellm: Any, model: str) -> Any:
+    """LiteLLM's own parse of a provider answer with two parallel calls."""
+    answer = litellm.ModelResponse(**provider_answer(model, PARALLEL_CALLS))
+    return answer.choices[0].message
+
+
+@parametrize_models()
+def test_single_round(litellm: Any, guard: Guard, model: str) -> None:
+    messages: list[Any] = [SYSTEM, ASK]
+    first = _ask(litellm, guard, model, messages)
+    _answer(messages, first.choices[0].message)
+    assert _ask(litellm, guard, model, messages).choices[0].message.content
+    guard.assert_outcomes(model, ["clean", REPLAYED.get(model, "clean")])
+
+
+@parametrize_models()
+def test_stream_built_message(litellm: Any, guard: Guard, model: str) -> None:
+    messages: list[Any] = [SYSTEM, ASK]
+    chunks = list(_ask(litellm, guard, model, messages, stream=True))
+    built = litellm.stream_chunk_builder(chunks, messages=messages)
+    _answer(messages, built.choices[0].message)
+    assert _ask(litellm, guard, model, messages).choices[0].message.content
+    guard.assert_outcomes(model, ["clean", REPLAYED.get(model, "clean")])
+
+
+@parametrize_models()
+def test_parallel_round(litellm: Any, guard: Guard, model: str) -> None:
+    messages: list[Any] = [SYSTEM, ASK]
+    _answer(messages, _parallel(litellm, model))
+    assert (
+        "<call_a1> | <call_b2>" in _ask(litellm, guard, model, messages).choices[0].message.content
+    )
+    guard.assert_outcomes(model, [REPLAYED.get(model, "clean")])
+
+
+@parametrize_models()
+def test_lost_tool_calls_are_repaired(litellm: Any, guard: Guard, model: str) -> None:
+    messages: list[Any] = [SYSTEM, ASK]
+    _answer(messages, _parallel(litellm, model))
+    messages[2] = litellm.Message(role="assistant", content="")
+    messages.append({"role": "user", "content": "Go on."})
+    _ask(litellm, guard, model, messages)
+    guard.assert_repaired(model)
+
+
+@parametrize_models()
+def test_trimmed_history_is_repaired(litellm: Any, guard: Guard, model: str) -> None:
+    messages: list[Any] = [SYSTEM, ASK]
+    _answer(messages, _parallel(litellm, model))
+    _ask(litellm, guard, model, [SYSTEM, *messages[3:], {"role": "user", "content": "Sum up."}])
+    guard.assert_repaired(model)
+
+
+@parametrize_models()
+def test_missing_result_is_repaired(litellm: Any, guard: Guard, model: str) -> None:
+    messages: list[Any] = [SYSTEM, ASK]
+    _answer(messages, _parallel(litellm, model))
+    messages[-1] = {"role": "user", "content": "Go on."}
+    _ask(litellm, guard, model, messages)
+    guard.assert_repaired(model)
