@@ -13,6 +13,8 @@ ProxyError                  base: .status, .openai_type, .code, .param; rendered
 ├── UnsupportedEncoding     a request body in a Content-Encoding the proxy cannot read → 415
 ├── UnknownUpstream         → 400 unknown_upstream (404 for an unknown path prefix)
 ├── RepairLogDown           the repair log does not answer → 503
+├── LearningUnavailable     learned field strips not set up in this process → 503
+├── RouteError              a routing error outside /v1 (unknown path 404, method 405)
 ├── InternalError           anything unexpected (the traceback stays in the log) → 502
 └── UpstreamError
     ├── UpstreamTimeout     → 504
@@ -133,6 +135,23 @@ class RepairLogDown(ProxyError):
     status = 503
     openai_type = "server_error"
     code = "repair_log_unavailable"
+
+
+class LearningUnavailable(ProxyError):
+    status = 503
+    openai_type = "server_error"
+    code = "learned_strips_unavailable"
+
+
+class RouteError(ProxyError):
+    """A Starlette HTTP error (404, 405…) outside ``/v1``, in the OpenAI shape."""
+
+    openai_type = "invalid_request_error"
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
 
 
 class InternalError(ProxyError):

@@ -13,21 +13,10 @@ from http import HTTPStatus
 from fastapi import FastAPI, Request, Response
 from starlette.exceptions import HTTPException
 
-from proxy.errors import ProxyError, render
+from proxy.errors import RouteError, render
 
 #: What a client that lost its way is told the proxy serves.
 SERVED = "/v1/…, /{upstream}/v1/…, /repairs, /ui, /healthz, /readyz and /metrics"
-
-
-class RouteError(ProxyError):
-    """A Starlette HTTP error (404, 405…) in the OpenAI shape."""
-
-    openai_type = "invalid_request_error"
-
-    def __init__(self, message: str, *, status: int, code: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
 
 
 def route_error(request: Request, exc: HTTPException) -> RouteError:

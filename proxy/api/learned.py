@@ -33,7 +33,7 @@ from proxy.api.auth import AdminRoute, require_admin
 from proxy.api.repairs import ERRORS
 from proxy.core.retry import strip_field
 from proxy.core.rule import Finding
-from proxy.errors import ProxyError
+from proxy.errors import LearningUnavailable
 
 RULE = "learned_field_strip"
 DEFAULT_TTL = 3600.0
@@ -158,12 +158,6 @@ class LearnedList(BaseModel):
 
 class Forgotten(BaseModel):
     deleted: int
-
-
-class LearningUnavailable(ProxyError):
-    status = 503
-    openai_type = "server_error"
-    code = "learned_strips_unavailable"
 
 
 router = APIRouter(

@@ -53,6 +53,11 @@ def _attempt(attempt: dict[str, Any], transform: Any, max_error_bytes: int) -> d
     }
 
 
+def capture_batch(batch: list[Record], mode: str, max_error_bytes: int) -> list[Record]:
+    """:func:`apply_capture` over a batch (the writer runs it off the event loop)."""
+    return [apply_capture(record, mode, max_error_bytes) for record in batch]
+
+
 def truncate(text: str | None, max_bytes: int) -> str | None:
     """At most ``max_bytes`` of UTF-8, cut on a character boundary."""
     if text is None or len(text) * 4 <= max_bytes:

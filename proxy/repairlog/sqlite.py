@@ -11,14 +11,12 @@ replaced): otherwise a process whose database was removed would keep writing int
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -35,7 +33,8 @@ from proxy.repairlog.base import (
 )
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import cutoff_for, record_row, rule_rows
-from proxy.repairlog.sql import Dialect, get_sql, migrations, page_of, page_sql, stats_sql
+from proxy.repairlog.sql import Dialect, get_sql, page_of, page_sql, stats_sql
+from proxy.repairlog.sqlite_conn import Handle, transaction
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -65,86 +64,6 @@ def _insert_many(conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, ..
         conn.execute(insert + values, [value for row in chunk for value in row])
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_dev, stat.st_ino
-
-
-class _Handle:
-    """One thread's connection, re-opened when the file at ``path`` changed under it."""
-
-    def __init__(self, path: Path, *, writer: bool) -> None:
-        self.path = path
-        self.writer = writer
-        self.conn: sqlite3.Connection | None = None
-        self.ident: tuple[int, int] | None = None
-
-    def get(self) -> sqlite3.Connection:
-        ident = _identity(self.path)
-        if self.conn is not None and ident == self.ident:
-            return self.conn
-        self.drop()
-        if ident is None and not self.writer:
-            raise RepairLogUnavailable(f"{self.path} does not exist")
-        conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=5.0
-        )
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if self.writer:
-                _migrate(conn)
-        except BaseException:
-            conn.close()
-            raise
-        self.conn, self.ident = conn, _identity(self.path)
-        return conn
-
-    def drop(self) -> None:
-        if self.conn is not None:
-            conn, self.conn = self.conn, None
-            with contextlib.suppress(sqlite3.Error):  # a broken connection: nothing to release
-                conn.close()
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _statements(script: str) -> Iterator[str]:
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            yield buffer
-            buffer = ""
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Apply the ``schema/sqlite_*.sql`` files newer than ``PRAGMA user_version``."""
-    steps = migrations("sqlite")
-    with _transaction(conn):
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if steps and version > steps[-1][0]:
-            raise RepairLogError(f"schema version {version} is newer than this toolcall-guard")
-        for number, script in steps:
-            if number > version:
-                for statement in _statements(script):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number}")
-
-
 def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
     names = [column[0] for column in cursor.description]
     out = []
@@ -165,8 +84,8 @@ class SQLiteRepairLog:
         self.path = Path(path)
         self._writer: ThreadPoolExecutor | None = None
         self._readers: ThreadPoolExecutor | None = None
-        self._write_handle = _Handle(self.path, writer=True)
-        self._read_handles: list[_Handle] = []
+        self._write_handle = Handle(self.path, writer=True)
+        self._read_handles: list[Handle] = []
         self._local = threading.local()
 
     async def open(self) -> None:
@@ -221,13 +140,13 @@ class SQLiteRepairLog:
         rows = [record_row(r, iso, bytes) for r in records]
         rules = [row for r in records for row in rule_rows(r, iso)]
         conn = self._write_handle.get()
-        with _transaction(conn):
+        with transaction(conn):
             _insert_many(conn, INSERT, rows)
             _insert_many(conn, INSERT_RULE, rules)
 
     def _delete_sync(self, where: str, params: list[Any]) -> int:
         conn = self._write_handle.get()
-        with _transaction(conn):
+        with transaction(conn):
             doomed = f"SELECT id FROM records WHERE {where}"
             conn.execute(f"DELETE FROM record_rules WHERE record_id IN ({doomed})", params)
             return conn.execute(f"DELETE FROM records WHERE {where}", params).rowcount
@@ -248,7 +167,7 @@ class SQLiteRepairLog:
 
     def _ping_sync(self) -> None:
         conn = self._write_handle.get()
-        with _transaction(conn):
+        with transaction(conn):
             conn.execute("SELECT 1 FROM records LIMIT 0")
 
     # -- on a reader thread --------------------------------------------------------------
@@ -256,7 +175,7 @@ class SQLiteRepairLog:
     def _reader_conn(self) -> sqlite3.Connection:
         handle = getattr(self._local, "handle", None)
         if handle is None:
-            handle = self._local.handle = _Handle(self.path, writer=False)
+            handle = self._local.handle = Handle(self.path, writer=False)
             self._read_handles.append(handle)
         try:
             return handle.get()
@@ -287,7 +206,7 @@ class SQLiteRepairLog:
     async def _run(
         self,
         pool: ThreadPoolExecutor | None,
-        handle: _Handle | None,
+        handle: Handle | None,
         fn: Callable[P, T],
         *args: P.args,
         **kwargs: P.kwargs,
@@ -298,7 +217,7 @@ class SQLiteRepairLog:
         return await asyncio.get_running_loop().run_in_executor(pool, job)
 
 
-def _guarded(handle: _Handle | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def _guarded(handle: Handle | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run ``fn``; a database or file error drops the writer's connection (the next call
     re-opens it) and becomes :class:`RepairLogUnavailable`, except an error about the data
     itself (trying it again cannot help): that one is a plain :class:`RepairLogError`."""

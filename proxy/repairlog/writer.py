@@ -2,27 +2,17 @@
 
 ``submit`` only appends to a deque (never blocks, never raises, does no work on the caller's
 path); a background task applies the capture mode off the event loop, and writes a batch when
-``batch_size`` records are waiting or the first waited ``flush_interval`` seconds.
+``batch_size`` records are waiting or the first waited ``flush_interval`` seconds. A second
+task applies retention (:mod:`proxy.repairlog.retention`).
 
 No record is lost without being counted (``toolcall_guard_repairlog_dropped_total`` by reason):
-
-- the backend is unavailable (server down, disk full, file gone): the batch goes back to the
-  head of the queue and is tried again after a growing pause (``flush_interval`` doubled up to
-  :data:`MAX_BACKOFF`), so writing resumes where it stopped when the backend comes back;
-- the queue holds ``queue_size`` records and ``queue_bytes`` bytes of request bodies
-  (:attr:`Record.size`), the batch being written included: beyond either new records are
-  dropped (``queue_full``), never the request;
-- a record the backend refuses for what it holds (not for being down) is found by writing its
-  batch one record at a time, and dropped alone (``invalid``);
-- ``stop`` drains the queue within ``stop_timeout``; what is left, or what a backend still down
-  at shutdown refuses, is dropped (``shutdown``, ``backend``).
-
-A second task applies retention at start and every ``retention_interval`` seconds.
-
-Records are readable before they are written (issue 16 item 3): :meth:`RecordWriter.find` serves
-a record from the queue or the batch being written, and a record :meth:`announce`-d when its id
-was handed out (``x-toolcall-guard-record``) and not yet submitted (its answer still streaming),
-so ``GET /repairs/{id}`` never has a 404 window in this process.
+a backend that is unavailable gets the batch back at the head of the queue, tried again after a
+growing pause (up to :data:`MAX_BACKOFF`); beyond ``queue_size`` records or ``queue_bytes`` of
+bodies (:attr:`Record.size`) new records are dropped (``queue_full``), never the request; a
+record the backend refuses for what it holds is found by writing its batch one by one and
+dropped alone (``invalid``); ``stop`` drains within ``stop_timeout`` and counts the rest
+(``shutdown``, ``backend``). Records are readable before they are written (:meth:`find`: the
+queue, the batch being written, announcements; see :mod:`proxy.repairlog.unwritten`).
 """
 
 from __future__ import annotations
@@ -36,8 +26,9 @@ from typing import Any
 
 from proxy import metrics
 from proxy.repairlog.base import RepairLog, RepairLogError, RepairLogUnavailable
-from proxy.repairlog.capture import apply_capture
+from proxy.repairlog.capture import capture_batch
 from proxy.repairlog.record import Record
+from proxy.repairlog.retention import retain
 from proxy.repairlog.unwritten import Unwritten
 from proxy.settings import RepairLogSettings
 
@@ -75,8 +66,8 @@ class RecordWriter:
         self._in_flight = 0  # records of the batch being written
         self._bytes = 0  # Record.size of the pending records
         self._failures = 0  # failed tries in a row
-        self._written = 0
-        self._dropped = 0
+        self.written = 0  # records written, and dropped (read by /readyz and the tests)
+        self.dropped = 0
         self._healthy = True
         self._last_error: str | None = None
 
@@ -88,14 +79,6 @@ class RecordWriter:
     def pending(self) -> int:
         """Records not yet written: queued, or in the batch being written."""
         return len(self._queue) + self._in_flight
-
-    @property
-    def written(self) -> int:
-        return self._written
-
-    @property
-    def dropped(self) -> int:
-        return self._dropped
 
     @property
     def healthy(self) -> bool:
@@ -118,7 +101,8 @@ class RecordWriter:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="repairlog-writer")
             self._task.add_done_callback(self._died)
-            self._retention = asyncio.create_task(self._retain(), name="repairlog-retention")
+            retention = retain(self._log, self._settings, self._retention_interval)
+            self._retention = asyncio.create_task(retention, name="repairlog-retention")
 
     def announce(self, record_id: str, build: Callable[[], Record]) -> None:
         """Make the record ``record_id`` readable (:meth:`find`) from the moment the id is handed
@@ -226,7 +210,7 @@ class RecordWriter:
         """Write ``batch``; what is left to try again (the backend was unavailable)."""
         settings = self._settings
         captured = await asyncio.to_thread(
-            _captured, batch, settings.capture, settings.max_error_body_bytes
+            capture_batch, batch, settings.capture, settings.max_error_body_bytes
         )
         try:
             await self._write(captured)
@@ -266,20 +250,8 @@ class RecordWriter:
                 f"a write took longer than {self._write_timeout:g} s"
             ) from None
 
-    async def _retain(self) -> None:
-        settings = self._settings
-        while True:
-            try:
-                deleted = await self._log.prune(settings.retention_days, settings.max_records)
-            except RepairLogError as exc:
-                LOGGER.warning("repair log: retention failed: %s", exc)
-            else:
-                if deleted:
-                    LOGGER.info("repair log: retention deleted %d records", deleted)
-            await asyncio.sleep(self._retention_interval)
-
     def _succeeded(self, count: int) -> None:
-        self._written += count
+        self.written += count
         metrics.REPAIRLOG_WRITTEN.inc(count)
         if not self._healthy:
             LOGGER.warning("repair log: writing again after errors")
@@ -300,7 +272,7 @@ class RecordWriter:
         self._drop(1, "invalid")
 
     def _drop(self, count: int, reason: str) -> None:
-        self._dropped += count
+        self.dropped += count
         metrics.REPAIRLOG_DROPPED.labels(reason).inc(count)
 
     def _abandon(self) -> None:
@@ -319,7 +291,3 @@ class RecordWriter:
             self._healthy = False
             self._last_error = f"writer task died: {task.exception()!r}"
             LOGGER.error("repair log: %s", self._last_error, exc_info=task.exception())
-
-
-def _captured(batch: list[Record], mode: str, max_error_bytes: int) -> list[Record]:
-    return [apply_capture(record, mode, max_error_bytes) for record in batch]

@@ -60,10 +60,10 @@ def test_the_agents_sdk_runs_a_tool_loop_on_responses_and_every_request_is_clean
     ran: list[str] = []
 
     @agents.function_tool
-    def read_file(path: str) -> str:
-        """Read a file of the project."""
-        ran.append(path)
-        return f"<contents of {path}>"
+    def list_files() -> str:
+        """List the files of the project."""
+        ran.append("list_files")
+        return "config.py README.md"
 
     async def main() -> Any:
         async with openai.AsyncOpenAI(
@@ -74,9 +74,9 @@ def test_the_agents_sdk_runs_a_tool_loop_on_responses_and_every_request_is_clean
                 name="coder",
                 instructions="You are a coding agent.",
                 model=responses_model,
-                tools=[read_file],
+                tools=[list_files],
             )
-            return await agents.Runner.run(agent, "Read config.py.", max_turns=4)
+            return await agents.Runner.run(agent, "Which files are there?", max_turns=4)
 
     before = _outcomes(proxy)
     result = asyncio.run(main())
@@ -84,7 +84,7 @@ def test_the_agents_sdk_runs_a_tool_loop_on_responses_and_every_request_is_clean
 
     sent = received(upstreams["openai"])
     assert len(sent) == 2  # the call, then the answer to its output: a real tool loop
-    assert len(ran) == 1  # the emulator's call has arguments "{}": the tool ran once
+    assert ran == ["list_files"]
     assert result.final_output.startswith("Emulated openai answer to the tool outputs:")
     second = orjson.loads(sent[1].body)
     kinds = [item.get("type", "message") for item in second["input"]]

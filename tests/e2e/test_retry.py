@@ -24,7 +24,6 @@ from tests.e2e.test_retry_helpers import (
     assert_retried_once,
     metric,
     posts,
-    rules_of,
     stored,
 )
 
@@ -169,7 +168,7 @@ def send(guard: Any, body: dict[str, Any], **headers: str) -> Any:
     ("provider", "model", "body", "rule", "refused", "check", "rules"),
     [pytest.param(*case[1:], id=case[0]) for case in CASES],
 )
-def test_a_catalogued_refusal_ends_200_after_one_retry(  # noqa: PLR0913, PLR0917 -- table row
+def test_a_catalogued_refusal_ends_200_after_one_retry(  # noqa: PLR0917 -- table row
     guarded: Guarded,
     emulated: dict[str, Upstream],
     provider: str,
