@@ -26,14 +26,15 @@ from tests.clients.conftest import (
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
 ASK = {"role": "user", "content": "Read config.py and app.py."}
 #: Where replaying LiteLLM's ``Message`` objects breaks the provider's rules, so the proxy
-#: must repair (and nowhere else). A tool-call message is sent without its ``content`` key,
-#: which DeepSeek's deserializer refuses (provider-rules.md D11), and, on the ``openai/``
-#: route, with LiteLLM's own ``provider_specific_fields`` key, an unknown parameter to OpenAI
-#: (O12). Gemini accepts both.
-REPLAYED = {"gpt-4o": "repaired", "deepseek-chat": "repaired", "deepseek-reasoner": "repaired"}
-#: ``stream_chunk_builder`` also drops Gemini 3's ``extra_content`` from the calls, so the
-#: thought signature is missing (G1).
-STREAM_BUILT = {**REPLAYED, "gemini-3-pro-preview": "repaired"}
+#: must repair (and nowhere else). A tool-call message goes without its ``content`` key, which
+#: DeepSeek's deserializer refuses (provider-rules.md D11); Gemini and OpenAI accept that.
+BUILT = {"deepseek-chat": "repaired", "deepseek-reasoner": "repaired"}
+#: A message as ``completion()`` returns it also carries LiteLLM's ``provider_specific_fields``
+#: key, an unknown parameter to OpenAI (O12).
+RETURNED = {**BUILT, "gpt-4o": "repaired"}
+#: ``stream_chunk_builder`` drops Gemini 3's ``extra_content`` from the calls, so the thought
+#: signature is missing (G1).
+STREAM_BUILT = {**BUILT, "gemini-3-pro-preview": "repaired"}
 #: LiteLLM's own logging re-serializes the messages and warns when a tool call is a plain dict;
 #: the request is unaffected (these tests compare its bytes), so the noise is not an error here.
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
@@ -77,7 +78,7 @@ def test_single_round(litellm: Any, guard: Guard, model: str) -> None:
     first = _ask(litellm, guard, model, messages)
     _answer(messages, first.choices[0].message)
     assert _ask(litellm, guard, model, messages).choices[0].message.content
-    guard.assert_outcomes(model, ["clean", REPLAYED.get(model, "clean")])
+    guard.assert_outcomes(model, ["clean", RETURNED.get(model, "clean")])
 
 
 @parametrize_models()
@@ -97,7 +98,7 @@ def test_parallel_round(litellm: Any, guard: Guard, model: str) -> None:
     assert (
         "<call_a1> | <call_b2>" in _ask(litellm, guard, model, messages).choices[0].message.content
     )
-    guard.assert_outcomes(model, [REPLAYED.get(model, "clean")])
+    guard.assert_outcomes(model, [BUILT.get(model, "clean")])
 
 
 @parametrize_models()
