@@ -157,9 +157,10 @@ _SECOND_TIER: tuple[Signature, ...] = (
     sig("MI6", "mistral", None, r"Expected last role User or Tool \(or Assistant with prefix"),
     # Emulator wordings with no public source (proxy/emulator/mistral.py, kimi.py, ollama.py).
     sig("MI11", "mistral", "developer_role",
-        r"^union_tag_invalid at (?P<path>messages\[\d+\]): Input tag 'developer' found"),
+        r"^union_tag_invalid at (?P<path>messages\[\d+\]): Input tag 'developer' found",
+        preset="mistral"),
     sig("KI4", "kimi", "developer_role",
-        r"Invalid request: invalid role at (?P<path>messages\[\d+\])"),
+        r"Invalid request: invalid role at (?P<path>messages\[\d+\])", preset="kimi"),
     sig("OL3", "ollama", "arguments_invalid_json", r"^invalid tool call arguments"),
     sig("MI9", "ollama", "orphan_tool_result", r"Unexpected tool call id \S+ in tool results"),
     sig("GR5", "groq", "tool_message_name", r"Tools should have a name", preset="gemini"),
@@ -181,7 +182,8 @@ _SECOND_TIER: tuple[Signature, ...] = (
         r"An assistant message with \"tool_calls\" must be followed by tool messages"
         r"(?:.*?did not have response messages: message\[(?P<index>\d+)\])?"),
     sig("QW3", "qwen", "developer_role",
-        r"developer is not one of \[.*\] - '(?P<path>messages\.\[\d+\]\.role)'"),
+        r"developer is not one of \[.*\] - '(?P<path>messages\.\[\d+\]\.role)'",
+        preset="qwen"),
     sig("QW4", "qwen", "empty_tool_calls", r"Empty tool_calls is not supported in message"),
     sig("QW5", "qwen", "tool_content_shape",
         r"Invalid type for '(?P<path>messages\.\[\d+\]\.content)': expected one of a string or"

@@ -70,6 +70,7 @@ class Exchange:
     headers: dict[str, str] = field(default_factory=dict)
     answer: bytes = b""  # the start of the response body, for failure messages
     mark: str = ""  # the value of TAP_HEADER on the attempts forwarded for this request
+    request_headers: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         rules = self.headers.get("x-toolcall-guard-rules")
@@ -98,7 +99,7 @@ class Tap:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        exchange = Exchange(scope["method"], scope["path"])
+        exchange = Exchange(scope["method"], scope["path"], request_headers=_headers(scope))
         self.exchanges.append(exchange)
         # A header (never the body) ties each upstream attempt to this exchange: with repair on
         # reject, one request can reach the emulator twice.
@@ -115,15 +116,16 @@ class Tap:
         async def tapped_send(message: Any) -> None:
             if message["type"] == "http.response.start":
                 exchange.status = message["status"]
-                exchange.headers = {
-                    k.decode("latin-1").lower(): v.decode("latin-1")
-                    for k, v in message.get("headers", [])
-                }
+                exchange.headers = _headers(message)
             elif message["type"] == "http.response.body" and len(exchange.answer) < 2048:
                 exchange.answer += message.get("body", b"")
             await send(message)
 
         await self.app(scope, tapped_receive, tapped_send)
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
 @dataclass
@@ -142,6 +144,19 @@ class Guard:
         self.tap.exchanges.clear()
         for upstream in self.upstreams.values():
             upstream.received.clear()
+
+    def scenario(self, name: str | None = None) -> Guard:
+        """A frozen copy of what the requests met: all, or those with ``x-scenario: name``."""
+        tap = Tap(None)
+        tap.exchanges = [
+            e
+            for e in self.tap.exchanges
+            if name is None or e.request_headers.get("x-scenario") == name
+        ]
+        upstreams = {
+            key: Upstream(u.provider, u.url, list(u.received)) for key, u in self.upstreams.items()
+        }
+        return Guard(self.url, tap, upstreams)
 
     def chats(self) -> list[Exchange]:
         """The chat-completions requests the clients sent since the last reset."""
@@ -170,7 +185,8 @@ class Guard:
         """
         sent = self.chats()
         verdicts = [self.verdict(model, e) for e in sent]
-        report = "\n".join(f"emulator={v} {e.describe()}" for e, v in zip(sent, verdicts))
+        pairs = zip(sent, verdicts, strict=True)
+        report = "\n".join(f"emulator={v} {e.describe()}" for e, v in pairs)
         assert [e.outcome for e in sent] == expected, report
         for k, (exchange, verdict) in enumerate(zip(sent, verdicts, strict=True)):
             assert exchange.status == 200, f"request {k}: {exchange.describe()}"

@@ -227,14 +227,14 @@ def codex_turns() -> list[dict[str, Any]]:
             "content": [
                 {"type": "input_text", "text": "<permissions>workspace-write</permissions>"}
             ],
-        },  # noqa: E501
+        },
         user("Fix the README typo and run the tests — s'il vous plaît."),
         {
             "type": "reasoning",
             "summary": [{"type": "summary_text", "text": "**Reading files**"}],
             "content": None,
             "encrypted_content": HINT,
-        },  # noqa: E501
+        },
         call("call_read_a", name="shell"),
         call("call_read_b", name="shell"),
         output("call_read_a", "README.md: Teh project"),
@@ -246,18 +246,18 @@ def codex_turns() -> list[dict[str, Any]]:
             "call_id": "call_patch",
             "name": "apply_patch",
             "input": CUSTOM_PATCH,
-        },  # noqa: E501
+        },
         {
             "type": "custom_tool_call_output",
             "call_id": "call_patch",
             "output": "Success. Updated the following files:\nM README.md\n",
-        },  # noqa: E501
+        },
         {
             "type": "local_shell_call",
             "call_id": "call_shell",
             "status": "completed",
             "action": EXEC,
-        },  # noqa: E501
+        },
         output("call_shell", '{"output":"2 passed","metadata":{"exit_code":0}}'),
         said("Fixed the typo; the tests pass."),
         user("Thanks!"),
@@ -281,12 +281,12 @@ def stored_turns() -> list[dict[str, Any]]:
             "call_id": "call_patch",
             "name": "apply_patch",
             "input": CUSTOM_PATCH,
-        },  # noqa: E501
+        },
         {
             "type": "custom_tool_call_output",
             "call_id": "call_patch",
             "output": [{"type": "input_text", "text": "Success."}],
-        },  # noqa: E501
+        },
         reasoning("rs_68a3"),
         {
             "type": "local_shell_call",
@@ -294,13 +294,13 @@ def stored_turns() -> list[dict[str, Any]]:
             "call_id": "call_shell",
             "status": "completed",
             "action": EXEC,
-        },  # noqa: E501
+        },
         {
             "type": "local_shell_call_output",
             "id": "call_shell",
             "call_id": "call_shell",
             "output": "2 passed",
-        },  # noqa: E501
+        },
         reasoning("rs_68a4"),
         said("Fixed; the tests pass.", "msg_68a4"),
         user("Thanks!"),
@@ -315,7 +315,7 @@ CODEX_TOOLS = [
         "name": "apply_patch",
         "description": "Apply a patch.",
         "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"},
-    },  # noqa: E501
+    },
 ]
 VALID = {
     "codex_store_false": {
@@ -429,7 +429,8 @@ def test_a_broken_history_is_repaired_recorded_and_counted(
 ) -> None:
     row, rule, sent = BROKEN[name]
     refusal = validate_responses(sent)
-    assert refusal is not None and refusal.rule == row  # the upstream would refuse it as sent
+    assert refusal is not None
+    assert refusal.rule == row
     labels = {"upstream": "openai", "api": "responses", "outcome": "repaired"}
     before = metric(proxy, "toolcall_guard_outcomes_total", **labels)
 
@@ -513,7 +514,9 @@ def test_a_warned_history_the_upstream_refuses_is_repaired_and_retried_once(
     assert response.headers["x-toolcall-guard-retried"] == "responses_missing_output"
     first, second = received(upstreams["openai"])
     assert first.body == sent  # warned: forwarded as sent, and refused (R1)
-    assert validate_responses(orjson.loads(first.body)).rule == "R1"  # type: ignore[union-attr]
+    refusal = validate_responses(orjson.loads(first.body))
+    assert refusal is not None
+    assert refusal.rule == "R1"
     retried = orjson.loads(second.body)
     assert validate_responses(retried) is None
     assert_nothing_lost(orjson.loads(sent)["input"], retried["input"])

@@ -97,3 +97,35 @@ def test_the_agents_sdk_runs_a_tool_loop_on_responses_and_every_request_is_clean
         "warned": 0,
         "rejected": 0,
     }
+
+
+def _external() -> dict[str, dict[str, Any]]:
+    return {f.stem: orjson.loads(f.read_bytes()) for f in sorted(CASES.glob("*.json"))}
+
+
+EXTERNAL = _external()
+
+
+@pytest.mark.parametrize("name", list(EXTERNAL))
+def test_a_history_from_another_projects_tests_is_repaired(
+    proxy: Proxy, upstreams: dict[str, Upstream], name: str
+) -> None:
+    case = EXTERNAL[name]
+    sent = case["body"]
+    refusal = validate_responses(sent)
+    assert refusal is not None
+    assert refusal.rule == case["refused_as"]
+
+    response = post(proxy, sent)
+
+    assert response.status_code == 200, response.text
+    assert response.headers[OUTCOME] == "repaired"
+    fired = {pair.split("=")[0] for pair in response.headers[RULES].split(",")}
+    assert fired == set(case["rules"])
+    (request,) = received(upstreams["openai"])
+    forwarded = orjson.loads(request.body)
+    assert validate_responses(forwarded) is None
+    assert_nothing_lost(sent["input"], forwarded["input"])
+    record = stored(proxy, response.headers[RECORD])
+    assert record["received"] == sent
+    assert record["forwarded"] == forwarded

@@ -144,17 +144,12 @@ CASES: list[Case] = [
      "responses_missing_output", 400, answered, {"responses_missing_output": "warn"}),
 ]  # fmt: skip
 
-#: Catalogued developer-role rows an emulator produces, that no retry repairs today: the rows
-#: carry no ``preset``, so the rule runs with the openai dialect (which accepts ``developer``),
-#: finds nothing at the named place, and plan_retry gives up (QW3, MI11, KI4 in
-#: proxy/core/signatures.py; D14 with ``preset="deepseek"`` works).
-UNREPAIRED = pytest.mark.xfail(
-    strict=True, reason="signature row without preset: the detector uses the openai dialect"
-)
+#: Developer-role refusals: the rows name their provider's preset, whose dialect refuses the
+#: role (with the openai dialect the detector would find nothing at the named place).
 DEVELOPER_CASES = [
-    pytest.param("qwen", "qwen-plus", 400, id="QW3-qwen-developer", marks=UNREPAIRED),
-    pytest.param("mistral", "mistral-large-latest", 422, id="MI11-mistral", marks=UNREPAIRED),
-    pytest.param("kimi", "kimi-k2-0905-preview", 400, id="KI4-kimi-developer", marks=UNREPAIRED),
+    pytest.param("qwen", "qwen-plus", 400, id="QW3-qwen-developer"),
+    pytest.param("mistral", "mistral-large-latest", 422, id="MI11-mistral"),
+    pytest.param("kimi", "kimi-k2-0905-preview", 400, id="KI4-kimi-developer"),
 ]
 
 

@@ -161,10 +161,10 @@ def _naive_facts(messages: list[Message], callers: list[int]) -> Any:
 
 
 def _naive_well_paired(messages: list[Message]) -> bool:
-    """Every call has a unique non-empty string id and the tool messages right after its
-    message answer that message's calls one to one; no other tool message anywhere."""
+    """Every call has a non-empty string id unique in its message and the tool messages right
+    after its message answer that message's calls one to one; no other tool message anywhere
+    (an id may come back in a later message)."""
     in_blocks: set[int] = set()
-    ids: list[Any] = []
     for i, message in enumerate(messages):
         if message["role"] == "tool" or "tool_calls" not in message:
             continue
@@ -180,9 +180,11 @@ def _naive_well_paired(messages: list[Message]) -> bool:
         if sorted(map(repr, answers)) != sorted(repr(c["id"]) for c in calls):
             return False
         in_blocks.update(block)
-        ids.extend(c["id"] for c in calls)
+        ids = [c["id"] for c in calls]
+        if len(set(ids)) != len(ids):
+            return False
     tools = {i for i, m in enumerate(messages) if m["role"] == "tool"}
-    return tools == in_blocks and len(set(ids)) == len(ids)
+    return tools == in_blocks
 
 
 def _check_all(messages: list[Message]) -> None:

@@ -75,15 +75,30 @@ def _check(history: History) -> bool:
         unique = len(set(ids)) == len(ids)
         if answers == ids:  # each result right where its call's is: ids need only be unique
             return unique or _unique_per_block(index.call_lists, ids)  # per message
-        return unique and _same_blocks(callers, index.call_lists, ids, answers)
+        if unique:
+            return _same_blocks(callers, index.call_lists, ids, answers)
+        return _unique_per_block(index.call_lists, ids) and _same_per_block(
+            index.call_lists, ids, answers
+        )
     except (TypeError, KeyError):  # a result without an id, or an unhashable one
         return False
 
 
+def _spans(call_lists: list[Any]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each message's calls in the flat list of every call."""
+    ends = list(accumulate(map(len, call_lists)))
+    return list(zip([0, *ends], ends, strict=False))
+
+
 def _unique_per_block(call_lists: list[Any], ids: list[str]) -> bool:
     """Whether no message makes two calls with one id (ids may repeat across messages)."""
-    ends = list(accumulate(map(len, call_lists)))
-    return all(len(set(ids[a:b])) == b - a for a, b in zip([0, *ends], ends, strict=False))
+    return all(len(set(ids[a:b])) == b - a for a, b in _spans(call_lists))
+
+
+def _same_per_block(call_lists: list[Any], ids: list[str], answers: list[Any]) -> bool:
+    """Whether each block's results answer exactly its calls (in any order), block by block:
+    the slow form of :func:`_same_blocks` for ids that repeat across messages."""
+    return all(sorted(answers[a:b]) == sorted(ids[a:b]) for a, b in _spans(call_lists))
 
 
 def _ids_in_place(history: History) -> list[str] | None:
