@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
         help="an upstream of the config (its policy applies), a [policies.NAME] table or a "
         "preset (default: the upstream routing picks for the body's model)",
     )
+    check.add_argument(
+        "--model",
+        help="the model the history is for (default: the body's model): rules that hold for "
+        "some models only (DeepSeek thinking mode, Gemini 3 signatures) need it",
+    )
     check.add_argument("--config", help="TOML config file")
     check.add_argument("--fix", action="store_true", help="print the repaired body")
     check.add_argument(

@@ -103,8 +103,12 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
         settings = load_settings(args.config)
     except ConfigError as exc:
         raise Unreadable(str(exc)) from exc
-    upstream, policy = _policy(settings, args.upstream, body)
-    outcome = sanitize_responses(body, policy) if responses else apply_policy(messages, policy)
+    request = {**body, "model": args.model} if getattr(args, "model", None) else body
+    upstream, policy = _policy(settings, args.upstream, request)
+    if responses:
+        outcome = sanitize_responses(request, policy)
+    else:
+        outcome = apply_policy(messages, policy, request=request)
     fixed: Any = outcome.messages if bare else repaired_body(body, outcome, responses)
     if args.format == "json":
         report: dict[str, Any] = {

@@ -73,8 +73,8 @@ def _rename_ids(messages: list[Message], draw: st.DrawFn) -> None:
     for message in messages:
         for k, call in enumerate(message.get("tool_calls") or ()):
             old = call["id"]
-            if style == "nine":
-                new = draw(st.text(ALNUM, min_size=9, max_size=9))
+            if style == "nine":  # distinct: a counter after five drawn characters
+                new = draw(st.text(ALNUM, min_size=5, max_size=5)) + f"{len(mapping):04d}"
             elif style == "kimi":
                 new = f"{call['function']['name']}:{k}"
             else:

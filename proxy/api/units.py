@@ -44,7 +44,7 @@ class WireApi:
 
 
 def _sanitize_chat(body: dict[str, Any], items: list[Any], policy: Policy) -> Outcome:
-    return apply_policy(items, policy)
+    return apply_policy(items, policy, request=MappingProxyType(body))
 
 
 def _sanitize_responses(body: dict[str, Any], items: list[Any], policy: Policy) -> Outcome:
