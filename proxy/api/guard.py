@@ -92,10 +92,7 @@ class Guard:
         state.attempts.append(Attempt(sent))
         if status == "clean" and sent is data:
             return upstream, body
-        counts = outcome.rule_counts()
-        for finding in state.extra_findings:
-            counts[finding["rule"]] = counts.get(finding["rule"], 0) + 1
-        log.rules = rule_list(counts)
+        log.rules = rule_list(state.rule_counts())
         state.record_id = new_record_id()
         if sent is data:  # warned: forwarded as sent
             return upstream, body

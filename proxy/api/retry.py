@@ -13,7 +13,7 @@ never for requests in ``observe``, ``off`` or ``strict`` mode, nor to upstreams 
 from __future__ import annotations
 
 from proxy.api.counters import Counters
-from proxy.api.guard import dumps, mode_of
+from proxy.api.guard import dumps, mode_of, rule_list
 from proxy.api.learned import LearnedStrips
 from proxy.api.replay import Replayed, read_head
 from proxy.api.state import Attempt, RequestState
@@ -70,6 +70,8 @@ class Retry:
         attempt.retried_rule = plan.rule
         state.record_id = state.record_id or new_record_id()  # named as the answer starts
         state.extra_findings.extend(f.as_dict() for f in plan.findings)
+        state.log.outcome = "repaired"  # the answer's headers say what was finally sent
+        state.log.rules = rule_list(state.rule_counts())
         state.attempts.append(Attempt(plan.body))
         self.counters.retries(upstream, plan.rule).inc()
         return replayed, dumps(plan.body)

@@ -122,6 +122,13 @@ class RequestState:
         """Whether the response has started: from then on nothing else can be answered."""
         return bool(self.scope.get(RESPONSE_STARTED))
 
+    def rule_counts(self) -> dict[str, int]:
+        """Findings per rule: the policy's, then those of learned strips and of a retry."""
+        counts = self.outcome.rule_counts() if self.outcome is not None else {}
+        for finding in self.extra_findings:
+            counts[finding["rule"]] = counts.get(finding["rule"], 0) + 1
+        return counts
+
     def content_encoding(self) -> bytes | None:
         """The request body's ``Content-Encoding``, if the client sent one."""
         for name, value in self.forward:

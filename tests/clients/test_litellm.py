@@ -8,6 +8,8 @@ from the package (``LITELLM_LOCAL_MODEL_COST_MAP``): no fetch at import.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -41,9 +43,22 @@ pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:Use
 
 
 @pytest.fixture
-def litellm(monkeypatch: pytest.MonkeyPatch) -> Any:
+def litellm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The package, with an event loop of the test's own for the thread.
+
+    LiteLLM's sync calls take the thread's default loop (``asyncio.get_event_loop()``), which
+    creates one and leaves it open; a later ``asyncio.run`` (pydantic-ai, the Agents SDK) drops
+    it unclosed, a ResourceWarning in some other test. This loop is closed after the test.
+    """
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return require("litellm")
+    module = require("litellm")
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield module
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
 def _ask(litellm: Any, guard: Guard, model: str, messages: list[Any], **kw: Any) -> Any:

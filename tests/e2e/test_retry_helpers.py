@@ -114,6 +114,9 @@ def assert_retried_once(
     Returns the record and the two bodies the emulator got."""
     assert response.status_code == 200, response.text
     assert response.headers[RETRIED] == rule
+    # The answer's headers say what was finally sent: repaired, by the retry's rule too.
+    assert response.headers["x-toolcall-guard-outcome"] == "repaired"
+    assert f"{rule}=" in response.headers["x-toolcall-guard-rules"]
     sent = posts(upstream)
     assert len(sent) == 2, "exactly one retry"
     assert sent[0] != sent[1]

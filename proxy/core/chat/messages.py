@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from itertools import chain
 from operator import itemgetter
-from types import MappingProxyType
 from typing import Any, TypeVar
+
+from proxy.core.history import CopyOnWrite
 
 T = TypeVar("T")
 
@@ -204,14 +205,11 @@ def build_index(messages: list[Message]) -> Index:
     return Index(messages)
 
 
-class History:
-    """An immutable list of messages and, for each, its index in the original request.
+class History(CopyOnWrite):
+    """Chat ``messages`` as a copy-on-write history (:class:`~proxy.core.history.CopyOnWrite`),
+    with the one-pass :class:`Index` its rules share."""
 
-    Repairs never mutate a history: they return a new one that shares every unchanged message
-    dict with the old (copy-on-write), so an untouched history stays the very same list object.
-    """
-
-    __slots__ = ("_index", "_memo", "messages", "origins", "request")
+    __slots__ = ("_index",)
 
     def __init__(
         self,
@@ -219,31 +217,14 @@ class History:
         origins: list[int | None] | None = None,
         request: Mapping[str, Any] | None = None,
     ) -> None:
-        self.messages = messages
-        self.origins = origins  # None: message i came from index i
-        #: The parsed request body, read-only (model-dependent rules read ``model``,
-        #: ``thinking``…); empty when the caller gave none.
-        self.request: Mapping[str, Any] = _EMPTY if request is None else request
+        super().__init__(messages, origins, request)
         self._index: Index | None = None
-        self._memo: dict[str, Any] | None = None
-
-    def __len__(self) -> int:
-        return len(self.messages)
 
     @property
     def index(self) -> Index:
         if self._index is None:
             self._index = build_index(self.messages)
         return self._index
-
-    def memo(self, key: str, compute: Callable[[History], T]) -> T:
-        """``compute(self)``, computed once per history: several detectors share one analysis."""
-        if self._memo is None:
-            self._memo = {}
-        if key not in self._memo:
-            self._memo[key] = compute(self)
-        value: T = self._memo[key]
-        return value
 
     @property
     def tool_free(self) -> bool:
@@ -252,36 +233,10 @@ class History:
         have nothing to look at then)."""
         return self.memo("tool_free", _tool_free)
 
-    def origin(self, i: int) -> int | None:
-        return i if self.origins is None else self.origins[i]
-
     def path(self, i: int, where: str = "") -> str:
         return path(self.origin(i), where)
 
-    def replace(self, changes: Mapping[int, Message]) -> History:
-        """The same history with some messages swapped for new dicts (positions unchanged)."""
-        if not changes:
-            return self
-        messages = list(self.messages)
-        for i, message in changes.items():
-            messages[i] = message
-        return History(messages, self.origins, self.request)
 
-    def rebuild(self, entries: Iterable[tuple[Message, int | None]]) -> History:
-        """A new history from ``(message, position in this history or None if inserted)``."""
-        messages: list[Message] = []
-        origins: list[int | None] = []
-        for message, source in entries:
-            messages.append(message)
-            origins.append(None if source is None else self.origin(source))
-        return History(messages, origins, self.request)
-
-    def entries(self) -> list[tuple[Message, int | None]]:
-        """``(message, position)`` pairs, the usual start for :meth:`rebuild`."""
-        return [(message, i) for i, message in enumerate(self.messages)]
-
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 _TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
 
 

@@ -11,11 +11,12 @@ The item taxonomy is responses-api.md A5 (openai-python's ``ResponseInputItemPar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from proxy.core.chat.messages import MalformedHistory
+from proxy.core.history import CopyOnWrite
 
 T = TypeVar("T")
 Item = dict[str, Any]
@@ -120,70 +121,19 @@ def path(index: int | None, where: str = "") -> str:
     return f"input[{'+' if index is None else index}]{where}"
 
 
-class Items:
-    """An immutable list of input items and, for each, its index in the original request.
+class Items(CopyOnWrite):
+    """Responses ``input`` items as a copy-on-write history
+    (:class:`~proxy.core.history.CopyOnWrite`)."""
 
-    Repairs never mutate it: they return a new one sharing every unchanged item dict
-    (copy-on-write), so an untouched history stays the very same list object.
-    """
-
-    __slots__ = ("_memo", "messages", "origins", "request")
-
-    def __init__(
-        self,
-        items: list[Item],
-        origins: list[int | None] | None = None,
-        request: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.messages = items
-        self.origins = origins  # None: item i came from index i
-        self.request: Mapping[str, Any] = request or MappingProxyType({})
-        self._memo: dict[str, Any] | None = None
-
-    def __len__(self) -> int:
-        return len(self.messages)
-
-    def memo(self, key: str, compute: Callable[[Items], T]) -> T:
-        """``compute(self)``, computed once per history: several detectors share one analysis."""
-        if self._memo is None:
-            self._memo = {}
-        if key not in self._memo:
-            self._memo[key] = compute(self)
-        value: T = self._memo[key]
-        return value
+    __slots__ = ()
 
     @property
     def tool_free(self) -> bool:
         """Whether no item is a call, an output, a server tool item or an approval."""
         return self.memo("tool_free", _tool_free)
 
-    def origin(self, i: int) -> int | None:
-        return i if self.origins is None else self.origins[i]
-
     def path(self, i: int, where: str = "") -> str:
         return path(-1 if i == -1 else self.origin(i), where)
-
-    def replace(self, changes: Mapping[int, Item]) -> Items:
-        """The same history with some items swapped for new dicts (positions unchanged)."""
-        if not changes:
-            return self
-        items = list(self.messages)
-        for i, item in changes.items():
-            items[i] = item
-        return Items(items, self.origins, self.request)
-
-    def rebuild(self, entries: Iterable[tuple[Item, int | None]]) -> Items:
-        """A new history from ``(item, position in this history or None if inserted)``."""
-        items: list[Item] = []
-        origins: list[int | None] = []
-        for item, source in entries:
-            items.append(item)
-            origins.append(None if source is None else self.origin(source))
-        return Items(items, origins, self.request)
-
-    def without(self, drop: set[int]) -> Items:
-        """The same history without the items at the ``drop`` positions."""
-        return self.rebuild((item, i) for i, item in enumerate(self.messages) if i not in drop)
 
 
 def _tool_free(history: Items) -> bool:

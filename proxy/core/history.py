@@ -1,0 +1,88 @@
+"""The copy-on-write history every wire API's rules work on (chat messages, Responses items).
+
+A history is an immutable list of item dicts plus, for each, the index it had in the original
+request, so that every finding can name a JSON path into what the client actually sent.
+Repairs never mutate one: they return a new history that shares every unchanged item dict with
+the old, so an untouched history stays the very same list object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Self, TypeVar
+
+T = TypeVar("T")
+Item = dict[str, Any]
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class CopyOnWrite:
+    """The history machinery; a wire API's subclass says how its paths read (:meth:`path`)
+    and when it is :attr:`tool_free`."""
+
+    __slots__ = ("_memo", "messages", "origins", "request")
+
+    def __init__(
+        self,
+        messages: list[Item],
+        origins: list[int | None] | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.messages = messages  # the items, as they would be forwarded
+        self.origins = origins  # None: item i came from index i
+        #: The parsed request body, read-only (model-dependent rules read ``model``,
+        #: ``thinking``, ``store``…); empty when the caller gave none.
+        self.request: Mapping[str, Any] = EMPTY if request is None else request
+        self._memo: dict[str, Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @property
+    def tool_free(self) -> bool:
+        """Whether no item is about a tool call (``tools_only`` rules are skipped then)."""
+        raise NotImplementedError
+
+    def path(self, i: int, where: str = "") -> str:
+        """The JSON path, into the original request, of item ``i`` (plus ``where``)."""
+        raise NotImplementedError
+
+    def memo(self, key: str, compute: Callable[[Self], T]) -> T:
+        """``compute(self)``, computed once per history: several detectors share one analysis."""
+        if self._memo is None:
+            self._memo = {}
+        if key not in self._memo:
+            self._memo[key] = compute(self)
+        value: T = self._memo[key]
+        return value
+
+    def origin(self, i: int) -> int | None:
+        return i if self.origins is None else self.origins[i]
+
+    def replace(self, changes: Mapping[int, Item]) -> Self:
+        """The same history with some items swapped for new dicts (positions unchanged)."""
+        if not changes:
+            return self
+        items = list(self.messages)
+        for i, item in changes.items():
+            items[i] = item
+        return type(self)(items, self.origins, self.request)
+
+    def rebuild(self, entries: Iterable[tuple[Item, int | None]]) -> Self:
+        """A new history from ``(item, position in this history or None if inserted)``."""
+        items: list[Item] = []
+        origins: list[int | None] = []
+        for item, source in entries:
+            items.append(item)
+            origins.append(None if source is None else self.origin(source))
+        return type(self)(items, origins, self.request)
+
+    def entries(self) -> list[tuple[Item, int | None]]:
+        """``(item, position)`` pairs, the usual start for :meth:`rebuild`."""
+        return [(item, i) for i, item in enumerate(self.messages)]
+
+    def without(self, drop: set[int]) -> Self:
+        """The same history without the items at the ``drop`` positions."""
+        return self.rebuild((item, i) for i, item in enumerate(self.messages) if i not in drop)
