@@ -89,6 +89,7 @@ def test_an_impossible_history_is_rejected_naming_index_rule_and_fix(
             "action": "reject",
             "path": "messages[1].role",
             "detail": error["findings"][0]["detail"],
+            "hint": RULES["unknown_role"].hint,  # the shape of check --format json too
         }
     ]
     assert response.headers["x-toolcall-guard-outcome"] == "rejected"

@@ -83,6 +83,8 @@ def test_the_document_covers_the_admin_and_health_endpoints(
         "GET /repairs",
         "DELETE /repairs",
         "GET /repairs/stats",
+        "GET /repairs/learned",
+        "DELETE /repairs/learned",
         "GET /repairs/{record_id}",
     }
 
