@@ -16,7 +16,8 @@ from typing import Any, TextIO
 
 import orjson
 
-from proxy.core.chat.messages import MalformedHistory, messages_of
+from proxy.core.chat.messages import messages_of
+from proxy.core.history import MalformedHistory
 from proxy.core.policy import PRESETS, Outcome, Policy, apply_policy, build_policy
 from proxy.core.registry import ALL_RULES as RULES
 from proxy.core.responses.items import items_of

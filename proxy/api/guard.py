@@ -17,7 +17,7 @@ from proxy.api.counters import Counters
 from proxy.api.learned import LearnedStrips
 from proxy.api.state import Attempt, RequestState
 from proxy.api.units import WireApi
-from proxy.core.chat.messages import MalformedHistory
+from proxy.core.history import MalformedHistory
 from proxy.core.policy import MODES, Outcome, Policy
 from proxy.core.rule import Finding
 from proxy.errors import BadRequestBody, HistoryRejected

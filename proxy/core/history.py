@@ -18,6 +18,14 @@ Item = dict[str, Any]
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+class MalformedHistory(ValueError):
+    """A body no policy can work on: the proxy always answers 400 (never forwards it)."""
+
+    def __init__(self, message: str, path: str | None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class CopyOnWrite:
     """The history machinery; a wire API's subclass says how its paths read (:meth:`path`)
     and when it is :attr:`tool_free`."""

@@ -26,7 +26,8 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from proxy.core.chat.messages import History, MalformedHistory, messages_of
+from proxy.core.chat.messages import History, messages_of
+from proxy.core.history import MalformedHistory
 from proxy.core.policy import Policy, Setting, build_policy
 from proxy.core.registry import ALL_RULES
 from proxy.core.responses.items import Items as ResponseItems

@@ -15,21 +15,13 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, TypeVar
 
-from proxy.core.history import CopyOnWrite
+from proxy.core.history import CopyOnWrite, MalformedHistory
 
 T = TypeVar("T")
 
 Message = dict[str, Any]
 
 KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
-
-
-class MalformedHistory(ValueError):
-    """A body no policy can work on: the proxy always answers 400 (never forwards it)."""
-
-    def __init__(self, message: str, path: str | None) -> None:
-        super().__init__(message)
-        self.path = path
 
 
 def messages_of(body: Any) -> list[Message]:

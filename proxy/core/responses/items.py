@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from proxy.core.chat.messages import MalformedHistory
-from proxy.core.history import CopyOnWrite
+from proxy.core.history import CopyOnWrite, MalformedHistory
 
 T = TypeVar("T")
 Item = dict[str, Any]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from proxy.core.chat.messages import MalformedHistory
+from proxy.core.history import MalformedHistory
 from proxy.core.policy import build_policy
 from proxy.core.responses.items import Items, items_of
 from proxy.core.responses.sanitize import sanitize_responses
