@@ -11,7 +11,9 @@ The item taxonomy is responses-api.md A5 (openai-python's ``ResponseInputItemPar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, count, repeat
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -96,13 +98,22 @@ def items_of(body: Any) -> list[Item]:
     A string ``input`` (or none: ``previous_response_id``/``prompt`` requests) has no items and
     is always clean: an empty list comes back.
     """
+    return _checked(body)[0]
+
+
+def _checked(body: Any) -> tuple[list[Item], list[str] | None]:
+    """:func:`items_of`, and the kinds of the items when the check learnt them on the way."""
     if type(body) is not dict:
         raise MalformedHistory("The request body must be a JSON object.", None)
     items = body.get("input")
     if items is None or type(items) is str:
-        return []
+        return [], []
     if type(items) is not list:
         raise MalformedHistory("'input' must be a string or an array of input items.", "input")
+    if set(map(type, items)) <= {dict}:
+        types = _types(items)
+        if set(map(type, types)) <= {str}:
+            return items, types  # every item is an object with a string type: checked in C
     for i, item in enumerate(items):
         if type(item) is not dict:
             raise MalformedHistory(f"input[{i}] must be an object.", f"input[{i}]")
@@ -110,7 +121,7 @@ def items_of(body: Any) -> list[Item]:
             raise MalformedHistory(f"input[{i}].type must be a string.", f"input[{i}].type")
         if "type" not in item and "role" not in item and item_id(item) is None:
             raise MalformedHistory(f"input[{i}].type is required.", f"input[{i}].type")
-    return items
+    return items, None
 
 
 def path(index: int | None, where: str = "") -> str:
@@ -122,21 +133,95 @@ def path(index: int | None, where: str = "") -> str:
 
 class Items(CopyOnWrite):
     """Responses ``input`` items as a copy-on-write history
-    (:class:`~proxy.core.history.CopyOnWrite`)."""
+    (:class:`~proxy.core.history.CopyOnWrite`).
+
+    The properties below are what one C-level pass over the items learns, computed on first
+    use and shared by every detector that reads them (memoised per history), so that the
+    detectors of a clean history prove it clean without each walking the items again.
+    """
 
     __slots__ = ()
+
+    @classmethod
+    def of(cls, body: Any) -> Items:
+        """The items of the request ``body`` (:func:`items_of`), the body riding along."""
+        items, kinds = _checked(body)
+        history = cls(items, request=MappingProxyType(body))
+        if kinds is not None:  # the check read every type already: the kinds need no new pass
+            history.memo("kinds", lambda _: kinds)
+        return history
+
+    @property
+    def kinds(self) -> list[str]:
+        """``kind(item)`` of every item, in order."""
+        return self.memo("kinds", _kinds)
+
+    @property
+    def kind_set(self) -> frozenset[str]:
+        """The kinds present in the history."""
+        return self.memo("kind_set", _kind_set)
+
+    @property
+    def with_id(self) -> list[int]:
+        """The positions of the items whose ``id`` is truthy (every non-empty string ``id``)."""
+        return self.memo("with_id", _with_id)
 
     @property
     def tool_free(self) -> bool:
         """Whether no item is a call, an output, a server tool item or an approval."""
-        return self.memo("tool_free", _tool_free)
+        return self.kind_set.isdisjoint(TOOL_KINDS)
 
     def path(self, i: int, where: str = "") -> str:
         return path(-1 if i == -1 else self.origin(i), where)
 
+    def positions(self, wanted: frozenset[str]) -> list[int]:
+        """The positions of the items whose kind is in ``wanted``, in order (shared: do not
+        mutate). Memoised by the kinds present, so sets that select the same kinds here (all
+        outputs, and the outputs that may hold parts, when only function outputs are present)
+        share one pass."""
+        present = self.kind_set & wanted
+        if not present:
+            return []
+        found: dict[frozenset[str], list[int]] = self.memo("positions", _no_positions)
+        if present not in found:
+            found[present] = list(compress(count(), map(present.__contains__, self.kinds)))
+        return found[present]
 
-def _tool_free(history: Items) -> bool:
-    return not any(kind(item) in TOOL_KINDS for item in history.messages)
+
+def values(items: Iterable[Item], key: str) -> list[Any]:
+    """``item.get(key)`` of every item, built in C (``dict.get`` beats a ``methodcaller``)."""
+    return list(map(dict.get, items, repeat(key)))
+
+
+def _types(items: list[Item]) -> list[Any]:
+    return values(items, "type")
+
+
+def _kinds(history: Items) -> list[str]:
+    items = history.messages
+    kinds = _types(items)
+    if set(map(type, kinds)) <= {str}:
+        return kinds
+    return list(map(kind, items))  # some items have no type: messages or item references
+
+
+def _no_positions(history: Items) -> dict[frozenset[str], list[int]]:
+    return {}
+
+
+def _kind_set(history: Items) -> frozenset[str]:
+    return frozenset(history.kinds)
+
+
+def _with_id(history: Items) -> list[int]:
+    return list(compress(count(), map(dict.get, history.messages, repeat("id"))))
+
+
+def at(items: Sequence[T], positions: list[int]) -> list[T]:
+    """``items[i] for i in positions``, built in C (itemgetter of one index is no tuple)."""
+    if len(positions) > 1:
+        return list(itemgetter(*positions)(items))
+    return [items[i] for i in positions]
 
 
 def without_key(item: Item, key: str) -> Item:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any
 
 from proxy.core.policy import Outcome, Policy, sanitize
-from proxy.core.responses.items import Items, items_of
+from proxy.core.responses.items import Items
 
 
 def sanitize_responses(body: dict[str, Any], policy: Policy) -> Outcome:
@@ -19,5 +18,4 @@ def sanitize_responses(body: dict[str, Any], policy: Policy) -> Outcome:
     items (``messages == []``, never ``changed``), though request-level rules
     (``responses_state_conflict``) still run on it.
     """
-    items = items_of(body)
-    return sanitize(Items(items, request=MappingProxyType(body)), policy, "responses")
+    return sanitize(Items.of(body), policy, "responses")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import gt
 
 from proxy.core.responses.items import (
     OUTPUTS,
@@ -20,6 +21,7 @@ from proxy.core.responses.items import (
     kind,
     needs_output,
 )
+from proxy.core.responses.rules.facts import ToolFacts, tool_facts
 
 Entries = list[tuple[Item, int | None]]  # (item, its position, None if new)
 
@@ -48,6 +50,9 @@ def pairing(history: Items) -> Pairing:
 
 
 def _pair(history: Items) -> Pairing:
+    facts = tool_facts(history)
+    if facts is not None and facts.distinct:
+        return _pair_distinct(facts)
     result = Pairing()
     open_calls: dict[str, deque[int]] = {}
     early: list[tuple[int, str]] = []
@@ -70,6 +75,30 @@ def _pair(history: Items) -> Pairing:
         else:
             result.unbound.append(i)
     result.open = sorted(c for waiting in open_calls.values() for c in waiting)
+    return result
+
+
+def _pair_distinct(facts: ToolFacts) -> Pairing:
+    """:func:`_pair` when no two calls share a call_id, nor two outputs: each output binds to
+    the one call with its call_id, answered if the call comes first, misplaced if it comes
+    later, unbound if there is none; a call is open when no output has its call_id."""
+    where = dict(zip(facts.call_keys, facts.calls, strict=True))
+    bound: list[int | None] = list(map(where.get, facts.output_keys))
+    clean = len(bound) == len(where) and None not in bound  # every call has one output
+    if clean and all(map(gt, facts.outputs, bound)):  # type: ignore[arg-type]
+        return Pairing(dict(zip(facts.outputs, bound, strict=True)))  # type: ignore[arg-type]
+    result = Pairing()
+    for o, c in zip(facts.outputs, bound, strict=True):
+        if c is None:
+            result.unbound.append(o)
+        elif c < o:
+            result.answered[o] = c
+        else:
+            result.misplaced[o] = c
+    answered = set(facts.output_keys)
+    result.open = [
+        c for c, key in zip(facts.calls, facts.call_keys, strict=True) if key not in answered
+    ]
     return result
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.core.responses.items import Items, kind
+from proxy.core.responses.items import Items, at, values
 from proxy.core.rule import Hit, Params, rule
 
 #: Outputs whose ``output`` may be a list of content parts (``input_text``, ``input_image``,
@@ -29,9 +29,12 @@ def responses_output_content_types(history: Items, params: Params) -> list[Hit]:
     rejected.
     """
     hits = []
-    for i, item in enumerate(history.messages):
-        output = item.get("output")
-        if type(output) is not list or kind(item) not in _PART_OUTPUTS:
+    items, outputs = history.messages, history.positions(_PART_OUTPUTS)
+    if list not in set(map(type, values(at(items, outputs), "output"))):
+        return []  # every output is a string (or no list): it holds no part
+    for i in outputs:
+        output = items[i].get("output")
+        if type(output) is not list:
             continue
         for j, part in enumerate(output):
             if type(part) is dict and part.get("type") == "output_text":

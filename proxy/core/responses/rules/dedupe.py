@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from proxy.core.responses.items import Item, Items, call_key, item_id, kind, needs_output
 from proxy.core.responses.rules.common import answers_a_call
+from proxy.core.responses.rules.facts import distinct_ids, tool_facts
 from proxy.core.rule import Hit, Params, rule
 
 
@@ -26,6 +27,9 @@ def responses_duplicate_item(history: Items, params: Params) -> list[Hit]:
     two outputs for one call (the agents SDK's ``deduplicate_input_items`` keys on ``id`` and
     ``call_id`` the same way).
     """
+    facts = tool_facts(history)
+    if facts is not None and facts.distinct and distinct_ids(history):
+        return []  # no id, call_id of a call or call_id of an output repeats: nothing to find
     return _Scan(history.messages).run()
 
 

@@ -17,6 +17,7 @@ from proxy.core.responses.items import (
     without_key,
 )
 from proxy.core.responses.rules.common import answers_a_call
+from proxy.core.responses.rules.facts import tool_facts
 from proxy.core.rule import BadParam, Hit, Params, rule
 
 #: Synthetic call ids are UUIDv5 in this namespace, as codex derives its synthetic output ids
@@ -56,6 +57,9 @@ def responses_call_id_format(history: Items, params: Params) -> list[Hit]:
     that could answer several open calls, or none, is rejected.
     """
     limit = params["max_length"]
+    facts = tool_facts(history)
+    if facts is not None and facts.longest <= limit:
+        return []  # every call and output has a call_id short enough, no other item has one
     hits: list[Hit] = []
     open_calls: list[tuple[int, str]] = []  # (position, call_id) of calls not yet answered
     for i, item in enumerate(history.messages):
@@ -147,11 +151,12 @@ def responses_id_prefix(history: Items, params: Params) -> list[Hit]:
     one prefix into another, which its maintainers warn breaks the pairing (sub2api#6071).
     """
     hits = []
-    for i, item in enumerate(history.messages):
-        prefix = ID_PREFIXES.get(kind(item))
-        value = item_id(item)
+    items, kinds = history.messages, history.kinds
+    for i in history.with_id:  # an item without an id has no prefix to check
+        prefix = ID_PREFIXES.get(kinds[i])
+        value = item_id(items[i])
         if prefix is not None and value is not None and not value.startswith(prefix):
-            detail = f"{kind(item)} id {value!r} does not begin with {prefix!r}"
+            detail = f"{kinds[i]} id {value!r} does not begin with {prefix!r}"
             hits.append(Hit(i, ".id", detail))
     return hits
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
-from proxy.core.responses.items import Items, item_id, kind, without_key
+from proxy.core.responses.items import Items, at, item_id, without_key
 from proxy.core.responses.rules.pairing import produced
 from proxy.core.rule import Hit, Params, rule
+
+_REASONING = frozenset({"reasoning"})
 
 
 @rule(
@@ -25,11 +27,12 @@ def responses_reasoning_adjacency(history: Items, params: Params) -> list[Hit]:
     drops the reasoning item (never the items around it).
     """
     items = history.messages
-    hits, following = [], False  # following: a produced item comes after the current run
-    for i in range(len(items) - 1, -1, -1):
-        if kind(items[i]) != "reasoning":
-            following = produced(items[i])
-        elif not following:
+    hits, following, after = [], False, -1  # following: a produced item comes after this run
+    for i in reversed(history.positions(_REASONING)):
+        if i + 1 != after:  # the last of a run of reasoning items: what follows it decides
+            following = i + 1 < len(items) and produced(items[i + 1])
+        after = i
+        if not following:
             hits.append(Hit(i, "", "reasoning not followed by an item it produced"))
     return hits[::-1]
 
@@ -70,17 +73,19 @@ def responses_missing_reasoning_ref(history: Items, params: Params) -> list[Hit]
     request = history.request
     if request.get("store") is False or request.get("previous_response_id") is not None:
         return []
-    items = history.messages
+    items, kinds = history.messages, history.kinds
+    if _REPLAYED.isdisjoint(at(kinds, history.with_id)):
+        return []  # no message or call is replayed by id
     model = request.get("model")
-    reasoning = any(kind(item) == "reasoning" for item in items)
+    reasoning = "reasoning" in history.kind_set
     if not reasoning and not (type(model) is str and _matches(model, params["models"])):
         return []
     return [
-        Hit(i, ".id", f"{kind(items[i])} {items[i]['id']!r} replayed by id without its reasoning")
+        Hit(i, ".id", f"{kinds[i]} {items[i]['id']!r} replayed by id without its reasoning")
         for run in _responses(history)
-        if not any(kind(items[i]) == "reasoning" for i in run)
+        if not any(kinds[i] == "reasoning" for i in run)
         for i in run
-        if kind(items[i]) in _REPLAYED and item_id(items[i]) is not None
+        if kinds[i] in _REPLAYED and item_id(items[i]) is not None
     ]
 
 
@@ -92,8 +97,8 @@ def _responses(history: Items) -> list[list[int]]:
     """The runs of consecutive model items (each what one response emitted, at most)."""
     runs: list[list[int]] = []
     current: list[int] = []
-    for i, item in enumerate(history.messages):
-        if produced(item) or kind(item) == "reasoning":
+    for i, (item, k) in enumerate(zip(history.messages, history.kinds, strict=True)):
+        if k == "reasoning" or produced(item):
             current.append(i)
         elif current:
             runs.append(current)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.responses.items import Items, item_id, kind
+from proxy.core.responses.items import Items, item_id
 from proxy.core.rule import Hit, Params, rule
 
 
@@ -50,8 +50,9 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
     if history.request.get("store") is not False:
         return []
     hits = []
-    for i, item in enumerate(history.messages):
-        k = kind(item)
+    items = history.messages
+    for i in history.positions(_LOOKED_UP):
+        item, k = items[i], history.kinds[i]
         if k == "item_reference":
             detail = f"item_reference {item.get('id')!r} cannot be resolved: store is false"
             hits.append(Hit(i, ".id", detail, fatal=True))
@@ -59,6 +60,9 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
             detail = f"reasoning {item['id']!r} has no encrypted_content and store is false"
             hits.append(Hit(i, ".id", detail))
     return hits
+
+
+_LOOKED_UP = frozenset({"item_reference", "reasoning"})
 
 
 @responses_store_false.repair("drop")
