@@ -37,9 +37,8 @@ from proxy.api.guard import Guard
 from proxy.api.headers import ClientHeaders, own_headers
 from proxy.api.learned import LearnedStrips
 from proxy.api.retry import Retry
-from proxy.api.state import Attempt, RequestState
+from proxy.api.state import RequestState
 from proxy.api.units import UNITS, WireApi
-from proxy.core.signatures import match
 from proxy.errors import ProxyError, Unauthorized
 from proxy.relay.asgi import (
     ClientGone,
@@ -51,7 +50,7 @@ from proxy.relay.asgi import (
 )
 from proxy.relay.base import RawHeaders, Relay, UpstreamResponse
 from proxy.relay.http import decoded, upstream_target
-from proxy.repairlog import RecordWriter, classify_upstream_error
+from proxy.repairlog import RecordWriter
 from proxy.repairlog.record import new_record_id
 from proxy.routing import Router
 from proxy.settings import Settings
@@ -72,7 +71,7 @@ class ProxyEndpoint:
         self.counters = Counters()
         #: Fields upstreams refused, stripped up front (per process; ``/repairs/learned``).
         self.learned = LearnedStrips()
-        self.guard = Guard(settings, self.counters, self.learned)
+        self.guard = Guard(settings, self.router, self.counters, self.learned)
         self.retry = Retry(settings, self.counters, self.learned)
         # Keys are read from the environment once, at start.
         self.injected = {
@@ -104,7 +103,7 @@ class ProxyEndpoint:
             if unit is not None:
                 upstream, body = self.guard.check(state, unit, upstream, body)
             elif upstream is None:
-                header = _text(state.upstream_header)  # the body is parsed only when it must be
+                header = state.upstream_name()  # the body is parsed only when it must be
                 model = limits.model_of(body) if header is None else None
                 upstream = self.router.pick(header, model)
             log.upstream = upstream
@@ -177,25 +176,23 @@ class ProxyEndpoint:
     async def _answer(self, state: RequestState, upstream: str, response: UpstreamResponse) -> None:
         log = state.log
         status = log.status = response.status
-        capture = 0
-        if state.api is not None and 400 <= status < 500:
-            capture = self.error_bytes
+        attempt = state.attempts[-1] if state.attempts else None
+        refused = attempt is not None and state.api is not None and 400 <= status < 500
+        if refused:
             state.record_id = state.record_id or new_record_id()
+        # A refusal the retry already read (and did not retry) is not captured again.
+        capture = self.error_bytes if refused and attempt and attempt.error is None else 0
         out = ClientHeaders(response.headers, self._own_headers(state), log)
         await start_response(state.scope, state.send, status, out.headers)
         log.end, captured = await relay_body(
             state.send, response, sized=out.sized, sse=out.sse, capture=capture
         )
-        if captured is not None and state.attempts:
+        if not refused or attempt is None:
+            return
+        if captured is not None:
             text = decoded(captured, out.encoding, capture)
-            self._refused(state, upstream, state.attempts[-1], status, text)
-
-    def _refused(
-        self, state: RequestState, upstream: str, attempt: Attempt, status: int, text: str
-    ) -> None:
-        attempt.error = text = state.scrub(text, self.injected.get(upstream))
-        attempt.error_kind = kind = classify_upstream_error(status, text)
-        kind = "unknown" if kind == "other" and match(status, text) is None else kind  # no row
+            state.refused(attempt, status, text, self.injected.get(upstream))
+        kind = attempt.error_kind if attempt.known else "unknown"  # unknown: no row matched
         self.counters.upstream_rejected(upstream, state.api or "-", kind or "unknown").inc()
 
     def _own_headers(self, state: RequestState) -> RawHeaders:
@@ -239,7 +236,3 @@ class ProxyEndpoint:
             self.writer.submit(state.record(upstream))
         elif state.record_id is not None and self.writer is not None:
             self.writer.withdraw(state.record_id)
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("latin-1").strip()

@@ -34,11 +34,15 @@ class Guard:
     """Parses, routes and sanitizes the requests of wire API units."""
 
     def __init__(
-        self, settings: Settings, counters: Counters, learned: LearnedStrips | None = None
+        self,
+        settings: Settings,
+        router: Router,
+        counters: Counters,
+        learned: LearnedStrips | None = None,
     ) -> None:
         self.server = settings.server
         self.learned = learned
-        self.router = Router(settings)
+        self.router = router
         self.counters = counters
         self.policies = {
             name: {mode: settings.policy_for(name).with_mode(mode) for mode in MODES}
@@ -51,7 +55,8 @@ class Guard:
         if state.mode is None:
             return policies["repair"]
         if not self.server.allow_mode_header:
-            state.mode_ignored = True
+            # Not applied, so it must not count anywhere else (the retry reads the mode too).
+            state.mode, state.mode_ignored = None, True
             return policies["repair"]
         try:
             return policies[mode_of(state)]
@@ -75,7 +80,7 @@ class Guard:
         model = data.get("model")
         log.model = model if type(model) is str else None
         state.stream = data.get("stream") is True
-        upstream = upstream or self.router.pick(_text(state.upstream_header), model)
+        upstream = upstream or self.router.pick(state.upstream_name(), model)
         policy = state.policy = self.policy(upstream, state)
         outcome = state.outcome = unit.sanitize(data, items, policy)
         elapsed = perf_counter() - started
@@ -152,7 +157,3 @@ def dumps(body: Any) -> bytes:
         return orjson.dumps(body)
     except orjson.JSONEncodeError as exc:  # nesting past orjson's 255 levels (max_json_depth > 255)
         raise BadRequestBody(f"The repaired request cannot be serialised: {exc}.") from exc
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("latin-1").strip()

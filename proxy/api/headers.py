@@ -6,7 +6,7 @@ from proxy.logs import RequestLog
 from proxy.relay.base import RawHeaders, response_headers
 
 
-def own_headers(log: RequestLog, record: str | None, extra: RawHeaders = ()) -> RawHeaders:  # type: ignore[assignment]
+def own_headers(log: RequestLog, record: str | None, extra: RawHeaders) -> RawHeaders:
     """The proxy's response headers: request id, the sanitizer's outcome and rules, the record."""
     headers = [(b"x-request-id", log.request_id.encode())]
     if log.outcome is not None:

@@ -20,7 +20,6 @@ from proxy.api.state import Attempt, RequestState
 from proxy.core.retry import plan_retry
 from proxy.relay.base import UpstreamResponse
 from proxy.relay.http import decoded, encoding_of
-from proxy.repairlog import classify_upstream_error
 from proxy.repairlog.record import new_record_id
 from proxy.settings import Settings
 
@@ -57,11 +56,12 @@ class Retry:
         replayed, complete = await read_head(response, self.limit)
         attempt = state.attempts[-1]
         text = decoded(replayed.head, encoding_of(response.headers), self.limit)
-        attempt.error = text = state.scrub(text, key)
-        attempt.error_kind = classify_upstream_error(response.status, text)
+        state.refused(attempt, response.status, text, key)
         plan = None
-        if complete and state.api is not None and state.policy is not None:
-            plan = plan_retry(state.api, attempt.forwarded, response.status, text, state.policy)
+        if complete and attempt.known and state.api is not None and state.policy is not None:
+            plan = plan_retry(
+                state.api, attempt.forwarded, response.status, attempt.error or "", state.policy
+            )
         if plan is None:
             return replayed, None
         await response.aclose()

@@ -17,7 +17,8 @@ from proxy.core.policy import Outcome, Policy
 from proxy.logs import RequestLog, request_id
 from proxy.relay.asgi import RESPONSE_STARTED
 from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens
-from proxy.repairlog.record import Record
+from proxy.repairlog.classify import classify_refusal
+from proxy.repairlog.record import Record, new_record_id
 
 #: Request headers that carry a key for the upstream (Azure's, Anthropic's, Google's).
 _KEY_HEADERS = frozenset({b"api-key", b"x-api-key", b"x-goog-api-key"})
@@ -35,6 +36,7 @@ class Attempt:
     status: int | None = None
     error: str | None = None  # the upstream's error body, truncated and scrubbed of keys
     error_kind: str | None = None  # the catalogued signature it matched
+    known: bool = False  # whether any catalogued signature matched the error
     retried_rule: str | None = None  # the rule whose repair produced the next attempt
 
     def as_dict(self) -> dict[str, Any]:
@@ -122,6 +124,17 @@ class RequestState:
         """Whether the response has started: from then on nothing else can be answered."""
         return bool(self.scope.get(RESPONSE_STARTED))
 
+    def refused(self, attempt: Attempt, status: int, text: str, key: bytes | None) -> None:
+        """Keep the upstream's refusal on ``attempt``: keys scrubbed (``key`` is the one the
+        proxy injected), classified against the signature catalogue."""
+        attempt.error = text = self.scrub(text, key)
+        attempt.error_kind, attempt.known = classify_refusal(status, text)
+
+    def upstream_name(self) -> str | None:
+        """The upstream the ``x-toolcall-guard-upstream`` header names, if any."""
+        value = self.upstream_header
+        return None if value is None else value.decode("latin-1").strip()
+
     def rule_counts(self) -> dict[str, int]:
         """Findings per rule: the policy's, then those of learned strips and of a retry."""
         counts = self.outcome.rule_counts() if self.outcome is not None else {}
@@ -167,7 +180,7 @@ class RequestState:
         kind = "upstream_rejected" if refused or status == "clean" else status
         findings = [f.as_dict() for f in outcome.findings] if outcome is not None else []
         findings += self.extra_findings
-        record = Record(
+        return Record(
             upstream=upstream,
             model=log.model,
             path=log.path,
@@ -186,8 +199,6 @@ class RequestState:
             status=log.status,
             proxy_error=log.error,
             attempts=[a.as_dict() for a in self.attempts] if retried else None,
+            id=self.record_id or new_record_id(),
             size=self.body_size,
         )
-        if self.record_id is not None:
-            record.id = self.record_id
-        return record

@@ -25,11 +25,19 @@ KINDS = tuple(
 
 def classify_upstream_error(status: int, body: bytes | str) -> str | None:
     """A stable kind for an upstream 4xx answer; None for any other status."""
+    return classify_refusal(status, body)[0]
+
+
+def classify_refusal(status: int, body: bytes | str) -> tuple[str | None, bool]:
+    """:func:`classify_upstream_error`'s kind, and whether a catalogued signature matched (an
+    ``other`` that matched none is what the catalogue still misses)."""
     if not 400 <= status < 500:
-        return None
+        return None, False
     if status in (401, 403):
-        return "auth"
+        return "auth", True
     if status == 429:
-        return "rate_limit"
+        return "rate_limit", True
     found = match(status, body)
-    return found.rule if found is not None and found.rule is not None else "other"
+    if found is None:
+        return "other", False
+    return (found.rule if found.rule is not None else "other"), True

@@ -285,3 +285,16 @@ def test_no_retry_when_the_user_turned_it_off(
     assert "must be passed back to the API" in response.json()["error"]["message"]
     assert RETRIED not in response.headers
     assert len(posts(emulated["deepseek"])) == 1
+
+
+def test_a_mode_header_the_config_ignores_does_not_stop_the_retry(
+    guarded: Guarded, emulated: dict[str, Upstream]
+) -> None:
+    guard = guarded("deepseek")  # allow_mode_header off: the header is not applied anywhere
+    body = {"model": "deepseek-reasoner", "messages": THINKING}
+    response = send(guard, body, **{"x-toolcall-guard-mode": "observe"})
+
+    assert response.status_code == 200, response.text
+    assert "x-toolcall-guard-mode-ignored" in response.headers
+    assert response.headers[RETRIED] == "missing_reasoning_content"
+    assert len(posts(emulated["deepseek"])) == 2
