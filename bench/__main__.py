@@ -63,6 +63,11 @@ def parse(argv: list[str]) -> tuple[phases.Config, argparse.Namespace]:
     )
     parser.add_argument("--skip-sanitizer", action="store_true")
     parser.add_argument(
+        "--no-parse-floor",
+        action="store_true",
+        help="leave out 'floor + parse' (the floor plus one orjson parse of each POST body)",
+    )
+    parser.add_argument(
         "--only",
         default="",
         metavar="TEXT",
@@ -151,6 +156,8 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
     out: dict[str, Any] = {"loader": loader.name, "leaks": {}, "logs": {}, "repair_log": "-"}
     try:
         targets["floor"] = Server("floor", upstream.url, workdir)
+        if not args.no_parse_floor:
+            targets["parse"] = Server("floor-parse", upstream.url, workdir)
         if want_guard(args):
             url = args.repair_log
             if url == "sqlite":
@@ -170,7 +177,7 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
         out["pacing"] = phases.pacing(bench, config)
         log(f"{config.streams} open streams")
         out["held"] = phases.open_streams(bench, config)
-        proxies = {t: s for t, s in targets.items() if t != "direct"}
+        proxies = {t: s for t, s in targets.items() if t not in phases.LOAD_ONLY}
         out["peaks"] = {t: s.peak_rss() for t, s in proxies.items()}
         phases.warm(bench, config.warmup, phases.BROKEN)
         out["rows"] += phases.scenarios(bench, config, _only(phases.BROKEN, args.only), log)
@@ -217,6 +224,18 @@ def render(
         "",
         summary or "(toolcall-guard not measured)",
         "",
+        *(
+            [
+                "What parsing alone costs: the floor that also parses each POST body once "
+                "(orjson, the result held until the answer is relayed), interleaved in this run. "
+                "Its ratio to the floor is the ceiling of any proxy that reads the body:",
+                "",
+                tables.ceiling_table(fig),
+                "",
+            ]
+            if {"parse", "guard"} <= set(out["targets"])
+            else []
+        ),
         "## Per scenario",
         "",
         "Requests per second at each concurrency, floor / toolcall-guard (guard ÷ floor):",
@@ -249,7 +268,7 @@ def render(
         f"## Paced streams ({config.pacing_chunks} chunks, {config.pace_ms:g} ms apart, "
         "concurrency 1, aiohttp client)",
         "",
-        report.pacing_table(pacing, out["targets"], config.pacing_chunks),
+        report.pacing_table(pacing, phases.streaming(out["targets"]), config.pacing_chunks),
         "",
         "## Memory",
         "",

@@ -154,13 +154,23 @@ def scenarios(
     return rows
 
 
+#: Targets measured under load only: "floor + parse" bounds throughput; streams, memory and
+#: leaks are the floor's.
+LOAD_ONLY = frozenset({"direct", "parse"})
+
+
+def streaming(targets: list[str]) -> list[str]:
+    """The targets the paced-stream phase measures."""
+    return [t for t in targets if t != "parse"]
+
+
 def pacing(bench: Bench, config: Config) -> list[dict[str, Any]]:
     """Paced streams at concurrency 1: time to first chunk and gaps between chunks."""
     rows = []
     for round_ in range(config.rounds):
         for kind in ("small", "history"):
             body = bench.files[kind, True].read_bytes()
-            for target in bench.targets:
+            for target in streaming(list(bench.targets)):
                 seen = uvloop.run(
                     streams.paced(
                         bench.url(target, kind),
@@ -180,7 +190,7 @@ def open_streams(bench: Bench, config: Config) -> list[dict[str, Any]]:
     rows = []
     body = bench.files["small", True].read_bytes()
     for target, server in bench.targets.items():
-        if target == "direct":
+        if target in LOAD_ONLY:
             continue
         before = server.rss()
         held = uvloop.run(

@@ -19,6 +19,7 @@ PROXIES = ("floor", "guard")
 NAMES = {
     "direct": "direct",
     "floor": "floor",
+    "parse": "floor + parse",
     "base": "toolcall-guard before",
     "guard": "toolcall-guard",
 }
@@ -144,11 +145,11 @@ def aggregates(fig: Figures) -> tuple[tuple[float, float], tuple[float, float]]:
     c1 = [Scenario(k, s, 1).name for k, s in CHAT_BODIES]
     c10 = [Scenario(k, s, 10).name for k, s in CHAT_BODIES]
     lat = tuple(statistics.fmean(fig.added(n, t, "p50_ms") for n in c1) for t in PROXIES)
-    rps = tuple(_geomean(fig.get(n, t, "rps") for n in c10) for t in PROXIES)
+    rps = tuple(geomean(fig.get(n, t, "rps") for n in c10) for t in PROXIES)
     return (lat[1], lat[0]), (rps[1], rps[0])
 
 
-def _geomean(values: Iterable[float]) -> float:
+def geomean(values: Iterable[float]) -> float:
     values = list(values)
     if not values or any(not v > 0 for v in values):
         return float("nan")

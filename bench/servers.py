@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-KINDS = ("upstream", "floor", "guard")
+KINDS = ("upstream", "floor", "floor-parse", "guard")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -133,7 +133,7 @@ def _app(kind: str, upstream: str) -> Any:
         return app
     from bench.floor import Floor
 
-    return Floor(upstream)
+    return Floor(upstream, parse=kind == "floor-parse")
 
 
 def _serve_guard(port: int, upstream: str, repair_log: str, requests_log: str) -> None:
@@ -154,7 +154,9 @@ def _serve_guard(port: int, upstream: str, repair_log: str, requests_log: str) -
     with open(requests_log, "a", buffering=1 << 16) as lines:
         configure_logging(settings.server, stream=lines)
         options = {**_options(server, settings), "backlog": 4096, "timeout_keep_alive": 60}
-        uvicorn.run(create_app(settings), **options)
+        app = create_app(settings)
+        _tune_gc()
+        uvicorn.run(app, **options)
 
 
 def _options(server: Any, settings: Any) -> dict[str, Any]:
@@ -173,6 +175,16 @@ def _options(server: Any, settings: Any) -> dict[str, Any]:
     }
 
 
+def _tune_gc() -> None:
+    """The collector settings ``serve`` uses, in every server of the bench alike (the floor
+    too: a fair floor is a tuned one); a baseline older than ``proxy.collector`` gets none."""
+    try:
+        from proxy.collector import tune_gc
+    except ImportError:
+        return
+    tune_gc()
+
+
 def main(argv: list[str]) -> None:
     """Serve ``KIND`` on ``PORT`` until SIGTERM."""
     import uvicorn
@@ -187,8 +199,10 @@ def main(argv: list[str]) -> None:
     if kind == "guard":
         _serve_guard(port, upstream, repair_log, requests_log)
         return
+    app = _app(kind, upstream)
+    _tune_gc()
     uvicorn.run(
-        _app(kind, upstream),
+        app,
         host="127.0.0.1",
         port=port,
         loop="uvloop",

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.phases import BROKEN, CONCURRENCIES, SCENARIOS
-from bench.report import NAMES, Figures, mib, table
+from bench.phases import BROKEN, CHAT_BODIES, CONCURRENCIES, SCENARIOS, Scenario
+from bench.report import NAMES, Figures, geomean, mib, table
+
+#: The issue's four chat scenarios, without their concurrency.
+CHAT_NAMES = frozenset(Scenario(kind, stream, 1).body for kind, stream in CHAT_BODIES)
 
 
 def bodies_of(fig: Figures) -> list[str]:
@@ -132,3 +135,52 @@ def _thin(series: list[tuple[int, int]], keep: int = 8) -> list[tuple[int, int]]
         return series
     step = (len(series) - 1) / (keep - 1)
     return [series[round(i * step)] for i in range(keep)]
+
+
+def ceiling_table(fig: Figures) -> str:
+    """At c10, per scenario: the floor, "floor + parse" (one orjson parse of the body, held
+    until the answer is relayed) and toolcall-guard, as req/s (÷ floor) and CPU µs per
+    request; the geometric mean over the issue's four chat scenarios last. What parsing alone
+    costs is the ceiling of any proxy that reads the body, toolcall-guard's included."""
+    header = (
+        "scenario · c10",
+        "floor req/s",
+        "floor + parse req/s (÷ floor)",
+        "toolcall-guard req/s (÷ floor)",
+        "CPU µs/req floor / floor + parse / toolcall-guard",
+        "parse's share of guard - floor",
+    )
+    rows = []
+    ratios: dict[str, list[float]] = {"parse": [], "guard": []}
+    for body in bodies_of(fig):
+        n = f"{body} · c10"
+        rps = {t: fig.get(n, t, "rps") for t in ("floor", "parse", "guard")}
+        cpu = {t: fig.get(n, t, "cpu_us") for t in ("floor", "parse", "guard")}
+        if body in CHAT_NAMES:
+            for t, seen in ratios.items():
+                seen.append(rps[t] / rps["floor"])
+        over = cpu["guard"] - cpu["floor"]
+        share = (cpu["parse"] - cpu["floor"]) / over * 100 if over > 0 else float("nan")
+        rows.append(
+            (
+                n,
+                f"{rps['floor']:.0f}",
+                f"{rps['parse']:.0f} ({rps['parse'] / rps['floor']:.2f})",
+                f"{rps['guard']:.0f} ({rps['guard'] / rps['floor']:.2f})",
+                " / ".join(f"{cpu[t]:.0f}" for t in ("floor", "parse", "guard")),
+                f"{share:.0f} %",
+            )
+        )
+    if all(len(v) == len(CHAT_NAMES) for v in ratios.values()):
+        mean = {t: geomean(v) for t, v in ratios.items()}
+        rows.append(
+            (
+                "geometric mean, 4 chat scenarios",
+                "1.00",
+                f"{mean['parse']:.2f}",
+                f"{mean['guard']:.2f}",
+                "",
+                "",
+            )
+        )
+    return table(header, rows)

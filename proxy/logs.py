@@ -7,6 +7,7 @@ took. It never holds a header, a key or, unless ``server.log_contents``, any mes
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from proxy.loghandler import LineHandler, isatty
 from proxy.settings import ServerSettings
 
 LOGGER = logging.getLogger("toolcall_guard")
@@ -51,11 +53,17 @@ _VALUES = attrgetter(*FIELDS)
 _DURATIONS = frozenset({"total_ms", "sanitize_ms", "upstream_ms"})
 
 
+#: New request ids: 16 random hex digits per process, then a counter (no system call per
+#: request; unique across processes and restarts by the random part).
+_ID_PREFIX = os.urandom(8).hex()
+_ID_COUNTER = itertools.count(1)
+
+
 def request_id(sent: bytes | None) -> str:
     """The client's ``x-request-id`` if sane (≤ 128 of ``[A-Za-z0-9._:-]``), else a new one."""
     if sent is not None and _SANE_REQUEST_ID.fullmatch(sent):
         return sent.decode("ascii")
-    return os.urandom(12).hex()
+    return f"{_ID_PREFIX}{next(_ID_COUNTER) & 0xFFFFFFFF:08x}"
 
 
 class RequestLog:
@@ -87,8 +95,10 @@ class RequestLog:
     def emit(self) -> None:
         """Write the line (when the logger takes INFO); sets ``total_ms`` either way.
 
-        The record is made directly (``Logger.info`` would look up the caller's frame, the
-        dearest part of a log call) and its ``event`` holds the fields that are set, in order.
+        Under :func:`configure_logging`'s JSON handler the line is formatted and buffered
+        directly (no ``LogRecord``: most of a log call's cost); under any other handler the
+        record is made directly (``Logger.info`` would look up the caller's frame) and its
+        ``event`` holds the fields that are set, in order.
         """
         self.total_ms = (time.perf_counter() - self.t0) * 1000
         if not LOGGER.isEnabledFor(logging.INFO):
@@ -99,6 +109,13 @@ class RequestLog:
             if v is not None
         }
         message = f"{self.method} {self.path} {self.status}"
+        handlers = LOGGER.handlers
+        if len(handlers) == 1 and not LOGGER.filters:
+            handler = handlers[0]
+            formatter = handler.formatter
+            if type(handler) is LineHandler and type(formatter) is JsonFormatter and _plain(event):
+                handler.write(formatter.request_line(message, event))
+                return
         record = LOGGER.makeRecord(
             LOGGER.name,
             logging.INFO,
@@ -132,24 +149,32 @@ class JsonFormatter(logging.Formatter):
             self._prefix, self._second = moment.removesuffix("+00:00") + ".", second
         return f"{self._prefix}{int((created - second) * 1000):03d}+00:00"
 
-    def _head(self, record: logging.LogRecord) -> bytes:
-        key = (record.levelname, record.name)
-        head = self._heads.get(key)
+    def _head(self, levelname: str, logger: str) -> bytes:
+        head = self._heads.get((levelname, logger))
         if head is None:
-            level = record.levelname.lower()
-            head = self._heads[key] = orjson.dumps({"level": level, "logger": record.name})[1:-1]
+            line = {"level": levelname.lower(), "logger": logger}
+            head = self._heads[levelname, logger] = orjson.dumps(line)[1:-1]
         return head
 
     def format(self, record: logging.LogRecord) -> str:
         event = getattr(record, "event", None)
         if record.exc_info or not event or not _plain(event):
             return self._format_dict(record, event)
-        head = b'{"ts":"%s",%s,"msg":%s,' % (
-            self._ts(record.created).encode(),
-            self._head(record),
-            orjson.dumps(record.getMessage()),
+        head = self._head(record.levelname, record.name)
+        return self.line(record.created, head, record.getMessage(), event)
+
+    def line(self, created: float, head: bytes, message: str, event: dict[str, Any]) -> str:
+        """A line with plain fields ``event``; ``head`` is :meth:`_head`'s level and logger."""
+        start = b'{"ts":"%s",%s,"msg":%s,' % (
+            self._ts(created).encode(),
+            head,
+            orjson.dumps(message),
         )
-        return (head + orjson.dumps(event, default=str)[1:]).decode()
+        return (start + orjson.dumps(event, default=str)[1:]).decode()
+
+    def request_line(self, message: str, event: dict[str, Any]) -> str:
+        """The INFO line of a request on the proxy's logger, stamped now."""
+        return self.line(time.time(), self._head("INFO", LOGGER.name), message, event)
 
     def _format_dict(self, record: logging.LogRecord, event: dict[str, Any] | None) -> str:
         """Any record: the general, slower way (a traceback, or fields that shadow the head)."""
@@ -204,8 +229,8 @@ def configure_logging(server: ServerSettings, stream: TextIO | None = None) -> l
     ``log_format = auto`` means text on a terminal, JSON otherwise (containers, files).
     """
     stream = stream or sys.stderr
-    as_json = server.log_format == "json" or (server.log_format == "auto" and not stream.isatty())
-    handler = logging.StreamHandler(stream)
+    as_json = server.log_format == "json" or (server.log_format == "auto" and not isatty(stream))
+    handler = LineHandler(stream)
     handler.setFormatter(JsonFormatter() if as_json else TextFormatter())
     level = server.log_level.upper()
     for name in ("toolcall_guard", "uvicorn"):

@@ -110,6 +110,7 @@ def serve_emulated(config: str | None, out: TextIO | None = None) -> int:
     Raises :class:`~proxy.errors.ConfigError` for a bad config (``serve`` reports it).
     """
     from proxy.app import create_app
+    from proxy.collector import tune_gc
     from proxy.logs import configure_logging
     from proxy.server import uvicorn_options
 
@@ -126,6 +127,7 @@ def serve_emulated(config: str | None, out: TextIO | None = None) -> int:
         configure_logging(settings.server)
         app = create_app(settings)
         server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
+        tune_gc()
         announce = threading.Thread(target=_announce, args=(server, settings, urls, out))
         announce.start()
         try:

@@ -18,6 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from proxy.app import create_app
+from proxy.collector import tune_gc
 from proxy.errors import ConfigError
 from proxy.logs import configure_logging
 from proxy.repairlog import open_repair_log
@@ -33,7 +34,9 @@ def app_factory() -> FastAPI:
     """Build the app from the environment (the import string each worker runs)."""
     settings = load_settings()
     configure_logging(settings.server)
-    return create_app(settings)
+    app = create_app(settings)
+    tune_gc()
+    return app
 
 
 def serve(
@@ -89,6 +92,8 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 
 
 def _run(app: object, settings: Settings, *, workers: int, factory: bool) -> int:
+    if not factory:
+        tune_gc()  # each worker does it in app_factory
     try:
         uvicorn.run(
             app,  # type: ignore[arg-type]

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import orjson
 import pytest
 
-from proxy.logs import LOGGER, JsonFormatter, RequestLog
+from proxy.loghandler import FLUSH_SECONDS, LineHandler
+from proxy.logs import LOGGER, JsonFormatter, RequestLog, configure_logging, request_id
+from proxy.settings import ServerSettings
 
 
 @pytest.fixture
@@ -97,3 +101,125 @@ def test_records_without_fields_or_with_a_traceback(lines: io.StringIO) -> None:
         "logger": "toolcall_guard",
         "msg": "plain",
     }
+
+
+class _Counting(io.StringIO):
+    """A stream that counts its writes (the handler's point is to make fewer)."""
+
+    def __init__(self, terminal: bool = False) -> None:
+        super().__init__()
+        self.writes = 0
+        self.terminal = terminal
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+    def isatty(self) -> bool:
+        return self.terminal
+
+
+@pytest.fixture
+def handler() -> Iterator[tuple[LineHandler, _Counting]]:
+    """:func:`configure_logging`'s handler and the stream it writes to (loggers restored)."""
+    loggers = [LOGGER, logging.getLogger("uvicorn")]
+    saved = [(lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
+    stream = _Counting()
+    configured = configure_logging(ServerSettings(log_format="json"), stream)
+    assert isinstance(configured, LineHandler)
+    yield configured, stream
+    configured.close()
+    for lg, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        lg.handlers[:], lg.level, lg.propagate = handlers, level, propagate
+
+
+@contextmanager
+def alone(configured: logging.Handler) -> Iterator[None]:
+    """Only ``configured`` on the proxy's logger: pytest adds its capturing handlers there
+    during a test, and another handler rightly takes the request lines' fast path away."""
+    saved = LOGGER.handlers[:]
+    LOGGER.handlers[:] = [configured]
+    try:
+        yield
+    finally:
+        LOGGER.handlers[:] = saved
+
+
+def test_request_lines_are_written_in_one_batch_within_the_flush_delay(
+    handler: tuple[LineHandler, _Counting],
+) -> None:
+    _, stream = handler
+
+    async def burst() -> float:
+        for _ in range(50):
+            _entry().emit()
+        assert stream.writes == 0  # buffered while the loop runs
+        started = time.monotonic()
+        while not stream.getvalue():
+            assert time.monotonic() - started < 5, "the buffer was never written"
+            await asyncio.sleep(0.01)
+        return time.monotonic() - started
+
+    configured, _ = handler
+    with alone(configured):
+        waited = asyncio.run(burst())
+    assert waited <= FLUSH_SECONDS + 1
+    assert stream.writes == 1
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 50
+    assert all(orjson.loads(line)["request_id"] == "rid-1" for line in lines)
+
+
+@pytest.mark.parametrize("level", [logging.INFO, logging.WARNING])
+def test_a_record_goes_out_at_once_after_the_lines_before_it(
+    handler: tuple[LineHandler, _Counting], level: int
+) -> None:
+    _, stream = handler
+
+    async def mixed() -> None:
+        _entry().emit()
+        logging.getLogger("uvicorn.error").log(level, "Finished server process [1]")
+        assert stream.writes == 1  # the waiting request line and the record, together
+
+    with alone(handler[0]):
+        asyncio.run(mixed())
+    first, second = (orjson.loads(t) for t in stream.getvalue().splitlines())
+    assert first["request_id"] == "rid-1"
+    assert second["msg"] == "Finished server process [1]"
+
+
+def test_outside_an_event_loop_and_on_close_nothing_waits(
+    handler: tuple[LineHandler, _Counting],
+) -> None:
+    configured, stream = handler
+
+    async def one() -> None:
+        _entry().emit()
+
+    with alone(configured):
+        _entry().emit()  # no running loop: no one would come back to write it
+        assert stream.writes == 1
+        asyncio.run(one())
+    configured.close()  # logging.shutdown at exit does this
+    assert len(stream.getvalue().splitlines()) == 2
+
+
+def test_a_terminal_gets_every_line_at_once() -> None:
+    stream = _Counting(terminal=True)
+    configured = LineHandler(stream)
+    configured.setFormatter(JsonFormatter())
+
+    async def one() -> None:
+        _entry().emit()
+        assert stream.writes == 1
+
+    with alone(configured):
+        asyncio.run(one())
+
+
+def test_new_request_ids_are_distinct_and_sane() -> None:
+    ids = {request_id(None) for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(len(i) == 24 and int(i, 16) >= 0 for i in ids)
+    assert request_id(b"client-id.1") == "client-id.1"
+    assert request_id(b"bad id\n") not in ("bad id\n", "bad id")

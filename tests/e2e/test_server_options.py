@@ -1,11 +1,17 @@
-"""uvicorn as ``toolcall-guard serve`` runs it: X-Forwarded-* is read only from trusted proxies."""
+"""uvicorn as ``toolcall-guard serve`` runs it: X-Forwarded-* is read only from trusted proxies;
+the collector tuned before serving."""
 
 from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
 
 import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from proxy import server
+from proxy.collector import GC_THRESHOLD
 from proxy.server import uvicorn_options
 from proxy.settings import load_settings
 from tests.servers import running
@@ -30,3 +36,34 @@ def test_forwarded_headers_only_from_configured_proxies(trusted: str, seen: str)
     headers = {"x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"}
     with running(_echo_client, **(options | {"lifespan": "off"})) as url:
         assert httpx.get(url + "/", headers=headers).text == seen
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    """CPython's collector settings restored (and nothing left frozen) after the test."""
+    saved = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*saved)
+
+
+@pytest.mark.usefixtures("collector")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_serving_process_tunes_its_collector_before_it_serves(
+    monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    seen: dict[str, object] = {}
+
+    def run(app: object, **options: object) -> None:
+        if options["factory"]:  # each worker builds its app from the import string
+            server.app_factory()
+        seen["threshold"], seen["frozen"] = gc.get_threshold(), gc.get_freeze_count()
+
+    monkeypatch.setattr(server.uvicorn, "run", run)
+    monkeypatch.setattr(server, "configure_logging", lambda _: None)  # the test's own logging
+    gc.set_threshold(700, 10, 10)
+    settings = load_settings()
+    assert server._run(object(), settings, workers=workers, factory=workers > 1) == 0
+    assert seen["threshold"] == GC_THRESHOLD
+    assert isinstance(seen["frozen"], int)
+    assert seen["frozen"] > 1000  # what start-up built
