@@ -178,7 +178,7 @@ def test_a_record_goes_out_at_once_after_the_lines_before_it(
 
     async def mixed() -> None:
         _entry().emit()
-        logging.getLogger("uvicorn.error").log(level, "Finished server process [1]")
+        LOGGER.log(level, "Finished server process [1]")  # any record, uvicorn's too
         assert stream.writes == 1  # the waiting request line and the record, together
 
     with alone(handler[0]):

@@ -77,8 +77,8 @@ def _message_hits(history: History, allowed: _Allowed) -> list[Hit]:
 
 def _calls_clean(history: History, allowed: _Allowed) -> bool:
     """True when no tool call nor function has a stray key (C-level; odd shapes say False)."""
-    if allowed.calls is None:
-        return True  # the upstream ignores unknown keys in calls
+    if allowed.calls is None or not history.index.callers:
+        return True  # the upstream ignores unknown keys in calls, or there is no call
     facts = views.call_facts(history)
     if facts is not None and facts.plain:
         return True  # only id, type, function and name, arguments: allowed everywhere
