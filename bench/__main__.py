@@ -1,10 +1,11 @@
 """``make bench``: toolcall-guard against a direct call and a minimal pass-through proxy, plus the
 sanitizer micro-benchmark; writes ``bench/results/latest.md`` and prints the targets table.
 
-Every server (fake upstream, floor, toolcall-guard) runs in its own process on loopback,
-started and stopped here. Sizes come from flags or ``BENCH_*`` environment variables; the
-defaults take about 7-8 minutes on a 2-core machine, ``--quick`` about two; ``--only TEXT`` narrows
-the load scenarios, ``--baseline DIR`` adds toolcall-guard from an older tree, interleaved.
+Every server (fake upstream, floor, floor + parse, toolcall-guard) runs in its own process on
+loopback, started and stopped here. Sizes come from flags or ``BENCH_*`` environment variables;
+the defaults take about 12 minutes on a 2-core machine (15 with ``--baseline``), ``--quick``
+about three; ``--only TEXT`` narrows the load scenarios, ``--baseline DIR`` adds toolcall-guard
+from an older tree, interleaved.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def _flag(text: str) -> bool:
 
 def parse(argv: list[str]) -> tuple[phases.Config, argparse.Namespace]:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="a smoke run of about two minutes")
+    parser.add_argument("--quick", action="store_true", help="a smoke run of about three minutes")
     parser.add_argument("--no-guard", action="store_true", help="direct and floor only")
     parser.add_argument(
         "--wait-guard",
