@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from typing import TextIO
 
 #: Lines wait at most this long in :class:`LineHandler`'s buffer (nginx's ``flush=`` idea).
@@ -38,7 +37,6 @@ class LineHandler(logging.Handler):
         self._size = 0
         self._scheduled = False
         self._buffered = not isatty(stream)
-        self._guard = threading.Lock()  # the writer thread may log a warning meanwhile
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -51,21 +49,20 @@ class LineHandler(logging.Handler):
     def write(self, line: str, *, urgent: bool = False) -> None:
         """Write ``line`` (a newline follows), now or with the next batch."""
         line += "\n"
-        with self._guard:
+        self.acquire()  # the handler's own lock (re-entrant): the writer thread may log meanwhile
+        try:
             self._parts.append(line)
             self._size += len(line)
             if urgent or not self._buffered or self._size >= FLUSH_BYTES:
                 self._drain()
-                return
-            if self._scheduled:
-                return
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no loop in this thread: nothing would come back to write it
-                self._drain()
-                return
-            self._scheduled = True
-        loop.call_later(FLUSH_SECONDS, self.flush)
+            elif not self._scheduled:
+                try:
+                    asyncio.get_running_loop().call_later(FLUSH_SECONDS, self.flush)
+                    self._scheduled = True
+                except RuntimeError:  # no loop in this thread: nothing would come back for it
+                    self._drain()
+        finally:
+            self.release()
 
     def _drain(self) -> None:
         text = "".join(self._parts)
@@ -79,10 +76,12 @@ class LineHandler(logging.Handler):
             pass
 
     def flush(self) -> None:
-        with self._guard:
+        self.acquire()
+        try:
             if self._parts:
                 self._drain()
-            self._scheduled = False
+        finally:
+            self.release()
 
     def close(self) -> None:
         self.flush()

@@ -275,6 +275,10 @@ def provider_answer(model: str, calls: list[tuple[str, str, str]]) -> dict[str, 
 
 
 #: The tool every scenario declares (JSON schema as the libraries send it).
+#: The opening of the agent conversations the message-replaying tests drive.
+SYSTEM = {"role": "system", "content": "You are a coding agent."}
+ASK = {"role": "user", "content": "Read config.py and app.py."}
+
 READ_FILE = {
     "type": "function",
     "function": {

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from tests.clients.conftest import (
+    ASK,
     MODELS,
     PARALLEL_CALLS,
     READ_FILE,
+    SYSTEM,
     TIMEOUT,
     Guard,
     parametrize_models,
@@ -25,8 +27,6 @@ from tests.clients.conftest import (
     require,
 )
 
-SYSTEM = {"role": "system", "content": "You are a coding agent."}
-ASK = {"role": "user", "content": "Read config.py and app.py."}
 #: Where replaying LiteLLM's ``Message`` objects breaks the provider's rules, so the proxy
 #: must repair (and nowhere else). A tool-call message goes without its ``content`` key, which
 #: DeepSeek's deserializer refuses (provider-rules.md D11); Gemini and OpenAI accept that.

@@ -12,17 +12,16 @@ from typing import Any
 import pytest
 
 from tests.clients.conftest import (
+    ASK,
     PARALLEL_CALLS,
     READ_FILE,
+    SYSTEM,
     TIMEOUT,
     Guard,
     parametrize_models,
     provider_answer,
     require,
 )
-
-SYSTEM = {"role": "system", "content": "You are a coding agent."}
-ASK = {"role": "user", "content": "Read config.py and app.py."}
 
 #: Where replaying the SDK's own objects verbatim breaks the provider's rules, so the proxy
 #: must repair (and everywhere else must not). The SDK keeps ``content: null`` on a tool-call
