@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.api import fallback, learned, ops, repairs, ui
+from proxy.api.browser import BrowserGuard, answer_options, with_cors
 from proxy.api.endpoint import ProxyEndpoint
 from proxy.errors import InternalError, render
 from proxy.relay.aiohttp_engine import AiohttpRelay
@@ -28,7 +29,7 @@ from proxy.relay.base import Relay
 from proxy.relay.httpx_engine import HttpxRelay
 from proxy.repairlog import RecordWriter, RepairLog, RepairLogUnavailable, open_repair_log
 from proxy.routing import split_path
-from proxy.settings import Settings
+from proxy.settings import ServerSettings, Settings
 
 LOGGER = logging.getLogger("toolcall_guard")
 
@@ -40,14 +41,27 @@ class Front:
     the hot path more than the dispatch itself.
     """
 
-    def __init__(self, app: ASGIApp, proxy: ProxyEndpoint) -> None:
+    def __init__(
+        self, app: ASGIApp, proxy: ProxyEndpoint, browser: BrowserGuard | None = None
+    ) -> None:
         self.app = app
         self.proxy = proxy
+        self.browser = browser or BrowserGuard(ServerSettings())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        refused = self.browser.refusal(scope)  # before the body, before any key
+        if refused is not None:
+            await send_error(send, refused, [])
+            return
+        cors = self.browser.allowed_origin(scope)
+        if scope["method"] == "OPTIONS":  # answered here: a preflight never goes upstream
+            await answer_options(send, scope, cors)
+            return
+        if cors is not None:
+            send = with_cors(send, cors)
         target = split_path(scope["path"])
         try:
             if target is not None:  # the hot path marks the scope itself: no wrapper per send
@@ -119,7 +133,8 @@ def create_app(
             yield
 
     app = ToolcallGuard(title="toolcall-guard", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.front = Front(super(ToolcallGuard, app).__call__, proxy)
+    browser = BrowserGuard(settings.server)
+    app.front = Front(super(ToolcallGuard, app).__call__, proxy, browser)
     app.state.settings = settings
     app.state.proxy = proxy
     app.state.learned = proxy.learned

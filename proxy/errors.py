@@ -125,6 +125,20 @@ class AdminTokenRequired(ProxyError):
     code = "admin_token_required"
 
 
+class BrowserRefused(ProxyError):
+    """403: a foreign ``Host`` or a browser's cross-origin request (:mod:`proxy.api.browser`);
+    415 for a browser's ``POST`` that is not JSON."""
+
+    openai_type = "permission_error"
+
+    def __init__(self, message: str, *, code: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+        if status == 415:
+            self.openai_type = "invalid_request_error"
+
+
 class RecordNotFound(ProxyError):
     status = 404
     openai_type = "invalid_request_error"

@@ -51,6 +51,11 @@ class ServerSettings(_Section):
     #: Proxies trusted to set X-Forwarded-For/-Proto (uvicorn's forwarded_allow_ips: comma-
     #: separated addresses or networks, "*" for any); empty: those headers are not read at all.
     forwarded_allow_ips: str = ""
+    #: Host names served besides localhost, 127.0.0.1 and [::1] ("*": any); beyond loopback an
+    #: empty list serves any (proxy/api/browser.py).
+    allowed_hosts: list[str] = []
+    #: Web origins ("https://app.example") whose pages may call the proxy ("*": any).
+    allowed_origins: list[str] = []
 
     def is_loopback(self) -> bool:
         if self.host == "localhost":

@@ -75,12 +75,15 @@ def connection_tokens(value: bytes) -> frozenset[bytes]:
 
 
 #: Response headers the proxy's own server sets (uvicorn's ``date`` and ``server``): the
-#: upstream's copies are dropped rather than sent twice.
+#: upstream's copies are dropped rather than sent twice. (``access-control-*`` are dropped too.)
 RESPONSE_DROP = HOP_BY_HOP | {b"date", b"server"}
 
 
 def response_headers(raw: RawHeaders) -> RawHeaders:
     """The upstream's headers to send to the client: hop-by-hop ones removed, names lower-case.
+
+    The upstream's CORS headers (``access-control-*``) never pass: whether a web page may read
+    an answer is this proxy's decision (:mod:`proxy.api.browser`), not the provider's.
 
     ``content-length`` and ``content-encoding`` pass through: the body is relayed byte for byte
     (engines never decompress), so both still describe it exactly.
@@ -89,7 +92,7 @@ def response_headers(raw: RawHeaders) -> RawHeaders:
     connection = None
     for name, value in raw:
         lower = name.lower()
-        if lower in RESPONSE_DROP:
+        if lower in RESPONSE_DROP or lower.startswith(b"access-control-"):
             if lower == b"connection":
                 connection = value
             continue
