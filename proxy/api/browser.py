@@ -35,6 +35,8 @@ from proxy.settings import ServerSettings
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 #: Request bodies a browser sends cross-origin without asking first (the CORS "simple" types).
 _JSON_TYPES = (b"application/json",)
+#: Probes name the pod by its address (Kubernetes), and their answers tell a page nothing.
+_PROBES = frozenset({"/healthz", "/readyz"})
 _METHODS = b"GET, HEAD, POST, DELETE, OPTIONS"
 _EXPOSED = (
     b"x-request-id, x-toolcall-guard-outcome, x-toolcall-guard-rules, x-toolcall-guard-record"
@@ -53,7 +55,7 @@ class BrowserGuard:
     def refusal(self, scope: Scope) -> ProxyError | None:
         """Why this request is refused, or None; reads the headers only."""
         host, origin, site, content_type = _browser_headers(scope)
-        if host is not None and not self._host_allowed(host):
+        if host is not None and not self._host_allowed(host) and scope["path"] not in _PROBES:
             return _host_refused(host)
         if origin is not None and not self.same_or_allowed(origin, host):
             return _origin_refused(origin)

@@ -55,7 +55,7 @@ def _error(answer: httpx.Response) -> str:
 
 @pytest.mark.parametrize("name", ["evil.example", "192.168.1.10", "localhost.evil.example"])
 def test_foreign_names_are_refused(keyed: Guard, http: httpx.Client, name: str) -> None:
-    assert http.get(keyed.url + "/healthz", headers={"host": name}).status_code == 403
+    assert http.get(keyed.url + "/v1/models", headers={"host": name}).status_code == 403
 
 
 @pytest.mark.parametrize(
@@ -98,8 +98,8 @@ def test_allowed_hosts_widen_the_loopback_names(
     start_guard: Callable[..., Guard], upstream: RawUpstream, http: httpx.Client
 ) -> None:
     guard = start_guard({"openai": upstream.url}, server={"allowed_hosts": ["guard.internal"]})
-    assert http.get(guard.url + "/healthz", headers={"host": "guard.internal:8780"}).is_success
-    assert http.get(guard.url + "/healthz", headers={"host": "evil.example"}).status_code == 403
+    assert http.get(guard.url + "/repairs", headers={"host": "guard.internal:8780"}).is_success
+    assert http.get(guard.url + "/repairs", headers={"host": "evil.example"}).status_code == 403
 
 
 def test_beyond_loopback_any_host_unless_listed(
@@ -110,8 +110,10 @@ def test_beyond_loopback_any_host_unless_listed(
     listed = start_guard(
         {"openai": upstream.url}, server={"host": "0.0.0.0", "allowed_hosts": ["guard.svc"]}
     )
-    assert http.get(listed.url + "/healthz", headers={"host": "guard.svc"}).is_success
-    assert http.get(listed.url + "/healthz", headers={"host": "10.1.2.3"}).status_code == 403
+    assert http.get(listed.url + "/ui", headers={"host": "guard.svc"}).is_success
+    assert http.get(listed.url + "/ui", headers={"host": "10.1.2.3"}).status_code == 403
+    # Kubernetes probes name the pod by its address: they are answered whatever the Host.
+    assert http.get(listed.url + "/readyz", headers={"host": "10.1.2.3:8780"}).is_success
 
 
 # --- cross-origin requests -----------------------------------------------------------------
