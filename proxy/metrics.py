@@ -23,6 +23,13 @@ OUTCOMES = Counter(
     "rejected).",
     ["upstream", "api", "outcome"],
 )
+ENDINGS = Counter(
+    "toolcall_guard_answer_endings_total",
+    "Answers by how they ended: complete, upstream_cut (the upstream broke off mid-body), "
+    "upstream_timeout (it went silent past read_timeout mid-body), client_gone (the client "
+    "left first), unknown (an unexpected error). Every request counts, recorded or not.",
+    ["upstream", "ending"],
+)
 FINDINGS = Counter(
     "toolcall_guard_findings_total",
     "Rule findings, by upstream, rule and the action taken.",

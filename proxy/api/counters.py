@@ -27,6 +27,7 @@ class Counters:
     def __init__(self) -> None:
         self.request = Children(metrics.REQUESTS)
         self.outcome = Children(metrics.OUTCOMES)
+        self.ending = Children(metrics.ENDINGS)
         self.finding = Children(metrics.FINDINGS)
         self.upstream_rejected = Children(metrics.UPSTREAM_REJECTED)
         self.upstream_seconds = Children(metrics.UPSTREAM_SECONDS)

@@ -113,9 +113,10 @@ class ProxyEndpoint:
             log.error = exc.code
             if not state.started:
                 await send_error(send, exc, self._own_headers(state))
+                state.ended("complete")  # the proxy's own answer, sent whole
         except ClientGone:
             log.status = 499  # nginx's "client closed request"; nothing was sent
-            log.end = "client_gone"
+            state.ended("client_gone")
         finally:
             self._finish(state)
 
@@ -148,7 +149,8 @@ class ProxyEndpoint:
             if not watch.absorb():
                 raise
             state.log.status = state.log.status or 499  # nginx's "client closed request"
-            state.log.end = "client_gone"
+            if state.ending is None:  # not after the whole answer went out (closing upstream)
+                state.ended("client_gone")  # also mid-stream: its 200 never finished
         finally:
             watch.stop()
 
@@ -184,9 +186,10 @@ class ProxyEndpoint:
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
         out = ClientHeaders(response.headers, self._own_headers(state), log)
         await start_response(state.scope, state.send, status, out.headers)
-        log.end, captured = await relay_body(
+        ending, captured = await relay_body(
             state.send, response, sized=out.sized, sse=out.sse, capture=capture
         )
+        state.ended(ending)
         if not refused or attempt is None:
             return
         if captured is not None:
@@ -226,6 +229,7 @@ class ProxyEndpoint:
             log.status, log.error = 502, "proxy_internal_error"
         upstream = log.upstream or "-"
         self.counters.request(upstream, state.api or "passthrough", str(log.status)).inc()
+        self.counters.ending(upstream, state.ending or "unknown").inc()
         if self.log_contents:
             log.request = state.data
         wanted = self.writer is not None and state.wants_record()

@@ -32,6 +32,7 @@ from proxy.repairlog import (
     record_diff,
 )
 from proxy.repairlog.base import DEFAULT_LIMIT, MAX_LIMIT, utc
+from proxy.repairlog.record import Ending
 
 OutcomeName = Literal["repaired", "rejected", "warned", "upstream_rejected"]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
@@ -76,6 +77,13 @@ class RecordSummary(BaseModel):
     upstream_ms: float | None
     status: int | None = Field(None, description="the status the client got")
     proxy_error: str | None = Field(None, description="the proxy's error code, if it answered")
+    ending: Ending | None = Field(
+        None,
+        description="how the answer the client got ended: complete, upstream_cut (the upstream "
+        "broke off mid-body), upstream_timeout (it went silent mid-body), client_gone (the "
+        "client left first); null while the answer is still going, or for records written "
+        "before endings were kept",
+    )
     rules: dict[str, int] = Field(description="findings per rule")
     findings: list[FindingOut]
 
@@ -158,6 +166,7 @@ async def list_repairs(
     upstream: Text = None,
     model: Text = None,
     outcome: OutcomeName | None = None,
+    ending: Ending | None = None,
     rule: Text = None,
     since: Since = None,
     until: Annotated[datetime | None, Query(description="ISO-8601; exclusive")] = None,
@@ -171,7 +180,7 @@ async def list_repairs(
             f"rule: no rule is named {rule!r}; allowed: {', '.join(ALL_RULES)}.", param="rule"
         )
     try:
-        q = RecordQuery(upstream, model, outcome, rule, since, until, limit, cursor)
+        q = RecordQuery(upstream, model, outcome, rule, since, until, limit, cursor, ending)
     except InvalidQuery as exc:
         raise InvalidParameter(str(exc), param=exc.param) from None
     with _available():

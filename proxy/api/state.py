@@ -18,7 +18,7 @@ from proxy.logs import RequestLog, request_id
 from proxy.relay.asgi import RESPONSE_STARTED
 from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens
 from proxy.repairlog.classify import classify_refusal
-from proxy.repairlog.record import Record, new_record_id
+from proxy.repairlog.record import Ending, Record, new_record_id
 
 #: Request headers that carry a key for the upstream (Azure's, Anthropic's, Google's).
 _KEY_HEADERS = frozenset({b"api-key", b"x-api-key", b"x-goog-api-key"})
@@ -63,6 +63,7 @@ class RequestState:
         "auth",
         "body_size",
         "data",
+        "ending",
         "extra_findings",
         "forward",
         "log",
@@ -96,6 +97,8 @@ class RequestState:
         #: Changes made after the policy: learned field strips, a retry's repair.
         self.extra_findings: list[dict[str, str]] = []
         self.record_id: str | None = None
+        #: How the answer the client got ended (None until it has: see :meth:`ended`).
+        self.ending: Ending | None = None
         sent_id = connection = None
         forward: RawHeaders = []
         for name, value in scope["headers"]:
@@ -123,6 +126,13 @@ class RequestState:
     def started(self) -> bool:
         """Whether the response has started: from then on nothing else can be answered."""
         return bool(self.scope.get(RESPONSE_STARTED))
+
+    def ended(self, ending: Ending) -> None:
+        """The answer ended: whole, cut by the upstream, or abandoned by the client. The log
+        line's ``end`` and the record's ``ending`` both say it; a cut answer keeps the status
+        that went out with its headers (a 200 whose body never finished), so the ending is
+        what tells it from a whole one."""
+        self.ending = self.log.end = ending
 
     def refused(self, attempt: Attempt, status: int, text: str, key: bytes | None) -> None:
         """Keep the upstream's refusal on ``attempt``: keys scrubbed (``key`` is the one the
@@ -162,7 +172,15 @@ class RequestState:
 
     def wants_record(self) -> bool:
         """A record is kept for every repaired, rejected or warned request of a unit, and for
-        every one the upstream refused (4xx), retried or not."""
+        every one the upstream refused (4xx), retried or not.
+
+        How the answer ended does not make a record: a clean request whose answer was cut (or
+        whose client left) has none. The repair log says what the proxy changed and what the
+        upstream refused; an upstream that breaks off is an outage of the upstream, seen in the
+        request's log line (``end``) and in ``toolcall_guard_answer_endings_total``. Recording
+        it would write a record, bodies included, for every failing request exactly when the
+        upstream (and often the log) is struggling, for requests the proxy did not touch. A
+        record that exists carries its true ending all the same (:attr:`ending`)."""
         if self.extra_findings or (self.outcome is not None and self.outcome.status in _RECORDED):
             return True
         return any(a.status is not None and 400 <= a.status < 500 for a in self.attempts)
@@ -198,6 +216,7 @@ class RequestState:
             request_id=log.request_id,
             status=log.status,
             proxy_error=log.error,
+            ending=self.ending,
             attempts=[a.as_dict() for a in self.attempts] if retried else None,
             id=self.record_id or new_record_id(),
             size=self.body_size,

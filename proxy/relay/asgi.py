@@ -6,8 +6,16 @@ import asyncio
 
 from starlette.types import Message, Receive, Scope, Send
 
-from proxy.errors import BadRequestBody, ProxyError, RequestTimeout, UpstreamError, render
+from proxy.errors import (
+    BadRequestBody,
+    ProxyError,
+    RequestTimeout,
+    UpstreamError,
+    UpstreamTimeout,
+    render,
+)
 from proxy.relay.base import RawHeaders, UpstreamResponse
+from proxy.repairlog.record import Ending
 
 #: Scope key set once the response has started (the app's error handler must not answer then).
 RESPONSE_STARTED = "toolcall_guard.response_started"
@@ -119,7 +127,7 @@ async def relay_body(
     sized: bool,
     sse: bool,
     capture: int = 0,
-) -> tuple[str, bytes | None]:
+) -> tuple[Ending, bytes | None]:
     """Relay the upstream body chunk by chunk; return how it ended and the captured prefix.
 
     ``sized``: the response declared a content-length. When the upstream fails mid-body, an
@@ -131,6 +139,7 @@ async def relay_body(
     """
     captured = bytearray() if capture else None
     last = b"\n\n"
+    end: Ending
     try:
         async for chunk in response.body:
             if captured is not None and len(captured) < capture:
@@ -140,7 +149,7 @@ async def relay_body(
         end = "complete"
         await send({"type": "http.response.body", "body": b""})
     except UpstreamError as exc:
-        end = exc.code or "upstream_error"
+        end = "upstream_timeout" if isinstance(exc, UpstreamTimeout) else "upstream_cut"
         if not sized:
             await _end_broken_stream(send, exc, sse=sse, between_events=_between_events(last))
     finally:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from proxy.repairlog.record import OUTCOMES, Record
+from proxy.repairlog.record import ENDINGS, OUTCOMES, Record
 
 MAX_LIMIT = 500
 DEFAULT_LIMIT = 50
@@ -40,6 +40,7 @@ SCALAR_FIELDS = (
     "upstream_ms",
     "status",
     "proxy_error",
+    "ending",
 )
 SUMMARY_JSON_FIELDS = ("rules", "findings")
 BODY_FIELDS = ("upstream_error", "received", "forwarded", "attempts")
@@ -119,15 +120,18 @@ class RecordQuery:
     until: datetime | None = None
     limit: int = DEFAULT_LIMIT
     cursor: str | None = None
+    ending: str | None = None
     after: tuple[datetime, str] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        for name in ("upstream", "model", "outcome", "rule", "cursor"):
+        for name in ("upstream", "model", "outcome", "rule", "cursor", "ending"):
             value = getattr(self, name)
             if value is not None and "\x00" in value:
                 raise InvalidQuery(name, f"{name} must not contain NUL characters.")
         if self.outcome is not None and self.outcome not in OUTCOMES:
             raise InvalidQuery("outcome", f"outcome must be one of {', '.join(OUTCOMES)}.")
+        if self.ending is not None and self.ending not in ENDINGS:
+            raise InvalidQuery("ending", f"ending must be one of {', '.join(ENDINGS)}.")
         if not 1 <= self.limit <= MAX_LIMIT:
             raise InvalidQuery("limit", f"limit must be between 1 and {MAX_LIMIT}.")
         for name in ("since", "until"):
@@ -139,7 +143,12 @@ class RecordQuery:
 
     def filters(self) -> dict[str, str]:
         """The equality filters on record columns that are set."""
-        pairs = (("upstream", self.upstream), ("model", self.model), ("outcome", self.outcome))
+        pairs = (
+            ("upstream", self.upstream),
+            ("model", self.model),
+            ("outcome", self.outcome),
+            ("ending", self.ending),
+        )
         return {name: value for name, value in pairs if value is not None}
 
 
@@ -170,6 +179,7 @@ def stored(record: Record) -> dict[str, Any]:
         "upstream_ms": record.upstream_ms,
         "status": record.status,
         "proxy_error": record.proxy_error,
+        "ending": record.ending,
         "rules": rule_counts(record.findings),
         "findings": record.findings,
         "upstream_error": record.upstream_error,

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import uuid_utils
 
 Outcome = Literal["repaired", "rejected", "warned", "upstream_rejected"]
 OUTCOMES: tuple[str, ...] = ("repaired", "rejected", "warned", "upstream_rejected")
+#: How the answer the client got ended: whole (the upstream's, or the proxy's own error), cut
+#: because the upstream broke off or went silent past ``read_timeout`` after it had started,
+#: or left unfinished because the client went away. None: not known (an unexpected error).
+Ending = Literal["complete", "upstream_cut", "upstream_timeout", "client_gone"]
+ENDINGS: tuple[str, ...] = get_args(Ending)
 
 
 def new_record_id() -> str:
@@ -46,6 +51,7 @@ class Record:
     request_id: str | None = None
     status: int | None = None  # the status the client got (the proxy's own 502, 504, 400…)
     proxy_error: str | None = None  # the proxy's error code when the proxy answered itself
+    ending: Ending | None = None  # how the answer the client got ended (see ENDINGS)
     #: Each request sent upstream, when a refusal was repaired and retried (else None):
     #: ``{forwarded, upstream_status, upstream_error, upstream_error_kind, retried_rule}``.
     attempts: list[dict[str, Any]] | None = None

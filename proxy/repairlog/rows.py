@@ -34,6 +34,7 @@ def record_row(
         record.upstream_ms,
         record.status,
         record.proxy_error,
+        record.ending,
         blob(dumps(rule_counts(record.findings))),
         blob(dumps(record.findings)),
         record.upstream_error,

@@ -43,6 +43,17 @@ export function badge(outcome) {
   return h("span", { className: `badge badge-${known}` }, String(outcome ?? "?").replace("_", " "));
 }
 
+// How an answer ended, when not whole: what the client got was cut, or never finished.
+export const ENDINGS = ["complete", "upstream_cut", "upstream_timeout", "client_gone"];
+const ENDING_LABELS = { upstream_cut: "cut by upstream", upstream_timeout: "upstream stalled",
+  client_gone: "client left" };
+
+// A mark for an answer that did not end whole (null for a whole one, or one not known).
+export function endingMark(ending) {
+  const label = ENDING_LABELS[ending];
+  return label ? h("span", { className: `ending ending-${ending}`, title: ending }, label) : null;
+}
+
 // Reject red, warn yellow, any repair green: the same colours wherever an action is shown.
 export function actionKind(action) {
   return action === "reject" || action === "warn" ? action : "repair";

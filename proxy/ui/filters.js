@@ -1,9 +1,10 @@
 // The filter bar. Its state is the URL's query (#/?outcome=rejected&range=1h), so a filtered
 // view can be bookmarked and the back button works.
 
-import { h, OUTCOMES } from "./dom.js";
+import { ENDINGS, h, OUTCOMES } from "./dom.js";
 
-export const FILTERS = ["upstream", "model", "outcome", "rule", "range", "since", "until", "live"];
+export const FILTERS = ["upstream", "model", "outcome", "ending", "rule", "range", "since", "until",
+  "live"];
 
 const RANGES = [["", "any time"], ["15m", "last 15 minutes"], ["1h", "last hour"],
   ["24h", "last 24 hours"], ["7d", "last 7 days"], ["custom", "between…"]];
@@ -38,6 +39,10 @@ export function filterForm(params, { onChange, onLive }) {
     h("option", { value: "" }, "any outcome"),
     OUTCOMES.map((o) => h("option", { value: o }, o.replace("_", " "))));
   outcome.value = params.outcome || "";
+  const ending = h("select", { name: "ending", ariaLabel: "ending" },
+    h("option", { value: "" }, "any ending"),
+    ENDINGS.map((e) => h("option", { value: e }, e.replace("_", " "))));
+  ending.value = params.ending || "";
   const range = h("select", { name: "range", ariaLabel: "time range" },
     RANGES.map(([value, label]) => h("option", { value }, label)));
   range.value = params.range || "";
@@ -49,7 +54,8 @@ export function filterForm(params, { onChange, onLive }) {
     since, h("span", { className: "muted" }, "to"), until);
   const live = h("input", { type: "checkbox", name: "live", checked: params.live !== "0" });
   const form = h("form", { className: "filters", ariaLabel: "filters" },
-    text("upstream", "upstream"), text("model", "model"), outcome, text("rule", "rule"), range,
+    text("upstream", "upstream"), text("model", "model"), outcome, ending, text("rule", "rule"),
+    range,
     custom, lists.upstream, lists.rule,
     h("label", { className: "live" }, live, " live"),
     h("button", { type: "reset", className: "link" }, "clear"));

@@ -2,7 +2,7 @@
 // Pages come from the cursor API, so a 100,000-record log is never fetched whole.
 
 import { ApiError, getJSON } from "./api.js";
-import { actionKind, badge, duration, h, ruleCounts, timeLabel } from "./dom.js";
+import { actionKind, badge, duration, endingMark, h, ruleCounts, timeLabel } from "./dom.js";
 import { filterForm, rangeBounds } from "./filters.js";
 import { statsPanel } from "./stats.js";
 
@@ -68,8 +68,8 @@ class RecordList {
 
   // The filters and time bounds; the stats panel counts what they match.
   filters() {
-    const { upstream, model, outcome, rule } = this.params;
-    return { upstream, model, outcome, rule, ...rangeBounds(this.params) };
+    const { upstream, model, outcome, ending, rule } = this.params;
+    return { upstream, model, outcome, ending, rule, ...rangeBounds(this.params) };
   }
 
   async reload() {
@@ -214,6 +214,7 @@ function row(r) {
     h("span", { className: "c-rules" }, rules),
     h("span", { className: "c-status", title: status || undefined },
       code == null ? null : h("span", { className: "code" }, String(code)),
-      why == null ? null : h("span", { className: "err-kind" }, String(why))),
+      why == null ? null : h("span", { className: "err-kind" }, String(why)),
+      endingMark(r.ending)),
     h("span", { className: "c-duration" }, duration(r.duration_ms)));
 }

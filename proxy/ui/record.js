@@ -1,7 +1,9 @@
 // One record: what came in, what went out, why, and how to reproduce it locally.
 
 import { getJSON } from "./api.js";
-import { actionTag, badge, copyButton, duration, h, prettyError, timeLabel } from "./dom.js";
+import {
+  actionTag, badge, copyButton, duration, endingMark, h, prettyError, timeLabel,
+} from "./dom.js";
 import { attemptsSection } from "./attempts.js";
 import { compare, flash, groupFindings } from "./compare.js";
 import { itemPath } from "./items.js";
@@ -32,6 +34,7 @@ function header(record) {
     // What the client got, when it is not the upstream's answer (the proxy's own 502, 400…).
     ["client status", record.status === record.upstream_status ? null : record.status],
     ["proxy error", record.proxy_error],
+    ["ending", endingMark(record.ending)],
     ["retried", retriedWith(record)],
     ["error kind", record.upstream_error_kind],
     ["duration", duration(record.duration_ms)],

@@ -130,6 +130,8 @@ async def test_pages_cover_everything_once(
         {"model": "deepseek-chat"},
         {"outcome": "upstream_rejected"},
         {"rule": "missing_tool_result"},
+        {"ending": "upstream_cut"},
+        {"ending": "client_gone", "outcome": "repaired"},
         {"rule": "orphan_tool_result", "upstream": "openai", "outcome": "repaired"},
         {"since": "2025-03-01T12:00:10Z", "until": "2025-03-01T12:00:40+00:00"},
         {"since": "2025-03-01T13:00:20+01:00"},  # = 12:00:20 UTC
@@ -146,6 +148,7 @@ async def test_filters(
             "upstream": lambda v: r.upstream == v,
             "model": lambda v: r.model == v,
             "outcome": lambda v: r.outcome == v,
+            "ending": lambda v: r.ending == v,
             "rule": lambda v: v in {f["rule"] for f in r.findings},
             "since": lambda v: r.created_at >= _moment(v),
             "until": lambda v: r.created_at < _moment(v),
@@ -171,6 +174,7 @@ def _moment(text: str) -> Any:
         ({"limit": "501"}, "limit"),
         ({"limit": "ten"}, "limit"),
         ({"outcome": "clean"}, "outcome"),
+        ({"ending": "cut"}, "ending"),
         ({"since": "yesterday"}, "since"),
         ({"until": "2025-13-01"}, "until"),
         ({"cursor": "not-a-cursor"}, "cursor"),
@@ -332,12 +336,17 @@ def test_openapi_documents_the_endpoints() -> None:
         "upstream",
         "model",
         "outcome",
+        "ending",
         "rule",
         "since",
         "until",
         "limit",
         "cursor",
     }
+    [ending] = [p for p in listing["parameters"] if p["name"] == "ending"]
+    assert "upstream_cut" in str(ending["schema"])
+    summary = schema["components"]["schemas"]["RecordSummary"]["properties"]
+    assert "client_gone" in str(summary["ending"])
     ok = listing["responses"]["200"]["content"]["application/json"]["schema"]
     assert ok["$ref"].endswith("/RecordPage")
     for code in ("400", "401", "403"):

@@ -61,6 +61,7 @@ def mixed_records(count: int) -> list[Record]:
     outcomes = ("repaired", "rejected", "warned", "upstream_rejected")
     upstreams = ("openai", "deepseek", "gemini")
     rule_sets = (("orphan_tool_result",), ("missing_tool_result", "orphan_tool_result"), ())
+    endings = ("complete", "complete", "upstream_cut", "complete", "client_gone")
     records = []
     for n in range(count):
         second = n - 1 if n % 3 == 2 else n
@@ -72,6 +73,7 @@ def mixed_records(count: int) -> list[Record]:
                 model=("gpt-4o", "deepseek-chat", None)[n % 3],
                 rules=rule_sets[n % 3],
                 at=T0 + timedelta(seconds=second),
+                ending=endings[n % 5],
             )
         )
     return records

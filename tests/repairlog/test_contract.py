@@ -57,6 +57,7 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         request_id="req-abc",
         status=200,
         proxy_error=None,
+        ending="upstream_cut",
         attempts=[
             {"forwarded": {"n": 1}, "upstream_status": 400, "retried_rule": "developer_role"},
             {"forwarded": {"n": 2}, "upstream_status": 200, "retried_rule": None},
@@ -83,6 +84,7 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         "upstream_ms": 10.0,
         "status": 200,
         "proxy_error": None,
+        "ending": "upstream_cut",
         "rules": {"developer_role": 1},
         "findings": record.findings,
         "upstream_error": "unknown variant `developer`",
@@ -91,6 +93,19 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         "attempts": record.attempts,
     }
     assert list(got["received"]) == ["model", "messages", "z_first", "a_after"]
+
+
+async def test_records_filter_on_how_their_answer_ended(log: RepairLog) -> None:
+    endings = ["complete", "upstream_cut", "upstream_timeout", "client_gone", None, "upstream_cut"]
+    records = [make_record(n, ending=ending) for n, ending in enumerate(endings)]
+    await log.write(records)
+    cut = await all_pages(log, 1, ending="upstream_cut")
+    assert [row["id"] for row in cut] == [records[5].id, records[1].id]
+    assert all(row["ending"] == "upstream_cut" for row in cut)
+    gone = await all_pages(log, 10, ending="client_gone", outcome="repaired")
+    assert [row["id"] for row in gone] == [records[3].id]
+    every = await all_pages(log, 10)
+    assert [row["ending"] for row in every] == endings[::-1]
 
 
 async def test_rejected_record_has_no_forwarded_body(log: RepairLog) -> None:

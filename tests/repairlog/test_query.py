@@ -49,6 +49,7 @@ def test_foreign_cursors_are_rejected(cursor: str) -> None:
         ({"limit": 0}, "limit"),
         ({"limit": 501}, "limit"),
         ({"outcome": "clean"}, "outcome"),
+        ({"ending": "cut"}, "ending"),
         ({"upstream": "a\x00"}, "upstream"),
         ({"model": "\x00"}, "model"),
         ({"rule": "r\x00"}, "rule"),

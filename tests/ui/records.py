@@ -198,6 +198,7 @@ class Second:
         self.responses = responses_record(at[5])
         self.retried = retried_record(at[6])
         self.unreachable = unreachable_record(at[7])
+        self.retried.ending = "upstream_cut"  # a 200 whose body broke off
         self.all = [
             self.salvage,
             self.synthesized,

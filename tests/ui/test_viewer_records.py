@@ -134,6 +134,21 @@ def test_the_status_the_client_got_is_shown(page: Any, viewer2: str, second: Sec
     expect(meta).to_contain_text("proxy errorupstream_unavailable")
 
 
+def test_an_answer_that_did_not_end_whole_is_marked(
+    page: Any, viewer2: str, second: Second
+) -> None:
+    page.goto(f"{viewer2}/ui")
+    row = page.locator(f'a.row[data-id="{second.retried.id}"]')
+    expect(row.locator(".ending")).to_have_text("cut by upstream")
+    expect(page.locator("a.row .ending")).to_have_count(1)  # whole answers carry no mark
+    page.goto(f"{viewer2}/ui#/?ending=upstream_cut")  # a bookmarked filter
+    page.reload()
+    expect(page.locator("select[name=ending]")).to_have_value("upstream_cut")
+    expect(page.locator("a.row")).to_have_count(1)
+    open_record(page, viewer2, second.retried.id)
+    expect(page.locator(".meta")).to_contain_text("endingcut by upstream")
+
+
 def test_summary_counts_follow_the_active_filter(page: Any, viewer2: str, second: Second) -> None:
     page.goto(f"{viewer2}/ui")
     outcomes = page.locator(".stat-outcome .stat")
