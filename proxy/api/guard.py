@@ -14,7 +14,7 @@ import orjson
 
 from proxy.api import limits
 from proxy.api.counters import Counters
-from proxy.api.learned import LearnedStrips
+from proxy.api.learned import LearnedStrips, client_digests, client_of
 from proxy.api.state import Attempt, RequestState
 from proxy.api.units import WireApi
 from proxy.core.history import MalformedHistory
@@ -42,6 +42,7 @@ class Guard:
     ) -> None:
         self.server = settings.server
         self.learned = learned
+        self.clients = client_digests(settings.client_keys())
         self.router = router
         self.counters = counters
         self.policies = {
@@ -112,7 +113,8 @@ class Guard:
         """``body`` without the fields ``upstream`` refused before for this model."""
         if self.learned is None or not self.learned.active:
             return body
-        stripped, findings = self.learned.strip(upstream, state.log.model, body)
+        client = client_of(state.auth, self.clients)
+        stripped, findings = self.learned.strip(upstream, state.log.model, body, client)
         state.extra_findings.extend(f.as_dict() for f in findings)
         return stripped
 

@@ -9,8 +9,20 @@ go first), and :meth:`LearnedStrips.strip` removes those fields from later reque
 are sent, with a ``learned_field_strip`` finding naming the evidence (repair-on-reject.md C2,
 bound 8).
 
+**One client cannot change another's requests.** A refusal is evidence from one request,
+and its text may echo that client's values, so an entry starts *pending*: it applies to later
+requests only once ``confirmations`` (2) distinct reporters saw the same refusal. A reporter is
+the client (a digest of its key) when client keys are configured, so one client alone never
+changes another's request, while its own later requests are stripped at once (per-client
+scope); without client keys clients cannot be told apart, and a reporter is the refused body
+(its digest): one crafted request teaches nothing, and what a client could still send twice
+is fenced in by the signatures (anchored, agreeing with the envelope's ``param``,
+:mod:`proxy.core.errortext`) and by what may be learned at all (optional extras only, present
+in the refused request: :mod:`proxy.core.learnable`). Past ``max_entries`` pending entries go
+before confirmed ones, so a flood of one-off refusals cannot push out what a fleet confirmed.
+
 **Per process**: nothing is shared between replicas or kept across restarts; each process
-learns on its own (a refusal costs each replica one retry).
+learns on its own (a refusal costs each replica one retry per reporter needed).
 
 ``GET /repairs/learned`` lists what is learned, ``DELETE /repairs/learned`` forgets it (admin,
 like ``/repairs``). The router reads ``request.app.state.learned``. Mount :data:`router` before
@@ -19,13 +31,16 @@ like ``/repairs``). The router reads ``request.app.state.learned``. Mount :data:
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
@@ -38,6 +53,9 @@ from proxy.errors import LearningUnavailable
 RULE = "learned_field_strip"
 DEFAULT_TTL = 3600.0
 DEFAULT_MAX_ENTRIES = 256
+#: Distinct reporters (clients, or refused bodies without client keys) before an entry applies
+#: to everyone.
+DEFAULT_CONFIRMATIONS = 2
 #: The evidence kept per entry (the upstream's sentence), in characters.
 MAX_EVIDENCE = 500
 
@@ -54,7 +72,14 @@ class Learned:
     evidence: str
     learned_at: float
     expires_at: float
+    #: Who saw the refusal: client digests, or refused-body digests (bounded by the store).
+    reporters: set[str] = dataclasses.field(default_factory=set)
+    confirmed: bool = False
     applied: int = 0
+
+    def applies_to(self, client: str | None) -> bool:
+        """Whether a request from ``client`` (None: clients are not told apart) is stripped."""
+        return self.confirmed or (client is not None and client in self.reporters)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +89,8 @@ class Learned:
             "evidence": self.evidence,
             "learned_at": _iso(self.learned_at),
             "expires_at": _iso(self.expires_at),
+            "confirmations": len(self.reporters),
+            "confirmed": self.confirmed,
             "applied": self.applied,
         }
 
@@ -76,40 +103,52 @@ class LearnedStrips:
         *,
         ttl: float = DEFAULT_TTL,
         max_entries: int = DEFAULT_MAX_ENTRIES,
+        confirmations: int = DEFAULT_CONFIRMATIONS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if ttl <= 0 or max_entries < 1:
-            raise ValueError("ttl must be positive and max_entries at least 1")
+        if ttl <= 0 or max_entries < 1 or confirmations < 1:
+            raise ValueError("ttl must be positive, max_entries and confirmations at least 1")
         self.ttl = ttl
         self.max_entries = max_entries
+        self.confirmations = confirmations
         self.clock = clock
         self._entries: OrderedDict[Key, Learned] = OrderedDict()  # oldest first
 
-    def learn(self, upstream: str, model: str | None, field: str, evidence: str) -> None:
-        """Remember that ``upstream`` refused ``field`` for ``model`` (learning it again renews
-        it); past ``max_entries`` the oldest entry goes."""
+    def learn(
+        self, upstream: str, model: str | None, field: str, evidence: str, *, reporter: str
+    ) -> None:
+        """Remember that ``upstream`` refused ``field`` for ``model``, seen by ``reporter``
+        (learning it again renews it and adds the reporter); past ``max_entries`` the oldest
+        pending entry goes, else the oldest."""
         now = self.clock()
         key = (upstream, model or "", field)
-        self._entries.pop(key, None)
-        text = evidence[:MAX_EVIDENCE]
-        self._entries[key] = Learned(*key, text, now, now + self.ttl)
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            entry = Learned(*key, "", now, now)
+        entry.evidence, entry.expires_at = evidence[:MAX_EVIDENCE], now + self.ttl
+        if len(entry.reporters) < self.confirmations:
+            entry.reporters.add(reporter)
+        entry.confirmed = len(entry.reporters) >= self.confirmations
+        self._entries[key] = entry
         while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+            pending = next((k for k, e in self._entries.items() if not e.confirmed), None)
+            self._entries.pop(pending) if pending is not None else self._entries.popitem(False)
 
     def strip(
-        self, upstream: str, model: str | None, body: dict[str, Any]
+        self, upstream: str, model: str | None, body: dict[str, Any], client: str | None = None
     ) -> tuple[dict[str, Any], list[Finding]]:
-        """``body`` without the fields learned for ``(upstream, model)``, and one finding per
-        field removed. Nothing learned or nothing present: the very same ``body``, no finding."""
+        """``body`` without the fields learned for ``(upstream, model)`` that apply to
+        ``client``, and one finding per field removed. Nothing learned or nothing present: the
+        very same ``body``, no finding."""
         self._expire()
         findings: list[Finding] = []
-        for (up, mod, field), entry in self._entries.items():
-            if up != upstream or mod != (model or ""):
+        for (up, mod, pattern), entry in self._entries.items():
+            if up != upstream or mod != (model or "") or not entry.applies_to(client):
                 continue
-            body, removed = strip_field(body, field)
+            body, removed = strip_field(body, pattern)
             if removed:
                 entry.applied += 1
-            detail = f"{upstream} refused {field} for {entry.model!r}: {entry.evidence}"
+            detail = f"{upstream} refused {pattern} for {entry.model!r}: {entry.evidence}"
             findings.extend(Finding(RULE, "strip", path, detail) for path in removed)
         return body, findings
 
@@ -138,6 +177,28 @@ class LearnedStrips:
             del self._entries[key]
 
 
+def client_digests(keys: Iterable[str]) -> dict[bytes, str]:
+    """Each configured client key's reporter name: a digest of it, never the key itself."""
+    return {key.encode(): "client:" + _digest(key.encode()) for key in keys}
+
+
+def client_of(auth: bytes | None, clients: Mapping[bytes, str]) -> str | None:
+    """The reporter name of the client key in ``auth`` (None without client keys)."""
+    if not clients or auth is None:
+        return None
+    scheme, _, token = auth.partition(b" ")
+    return clients.get(token.strip()) if scheme.lower() == b"bearer" else None
+
+
+def body_reporter(body: Any) -> str:
+    """The reporter name of a refused request when clients are not told apart: its body."""
+    return "body:" + _digest(orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
 def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).isoformat().replace("+00:00", "Z")
 
@@ -149,6 +210,8 @@ class LearnedOut(BaseModel):
     evidence: str
     learned_at: str
     expires_at: str
+    confirmations: int
+    confirmed: bool
     applied: int
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from proxy.api.counters import Counters
 from proxy.api.guard import dumps, mode_of, rule_list
-from proxy.api.learned import LearnedStrips
+from proxy.api.learned import LearnedStrips, body_reporter, client_digests, client_of
 from proxy.api.replay import Replayed, read_head
 from proxy.api.state import Attempt, RequestState
 from proxy.core.retry import plan_retry
@@ -34,6 +34,7 @@ class Retry:
         self, settings: Settings, counters: Counters, learned: LearnedStrips | None = None
     ) -> None:
         self.learned = learned
+        self.clients = client_digests(settings.client_keys())
         self.enabled = {name: _retries(settings, name) for name in settings.upstreams}
         self.limit = settings.repair_log.max_error_body_bytes
         self.counters = counters
@@ -66,7 +67,8 @@ class Retry:
             return replayed, None
         await response.aclose()
         if plan.learned is not None and self.learned is not None:
-            self.learned.learn(upstream, state.log.model, plan.learned, text)
+            reporter = client_of(state.auth, self.clients) or body_reporter(attempt.forwarded)
+            self.learned.learn(upstream, state.log.model, plan.learned, text, reporter=reporter)
         attempt.retried_rule = plan.rule
         state.record_id = state.record_id or new_record_id()  # named as the answer starts
         state.extra_findings.extend(f.as_dict() for f in plan.findings)

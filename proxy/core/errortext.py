@@ -82,7 +82,7 @@ def _walk(value: Any, param: str | None, depth: int) -> Iterator[Candidate]:
     elif isinstance(value, list):
         for item in value[:20]:  # Gemini's list, Mistral's detail list
             if isinstance(item, dict) and isinstance(item.get("loc"), list):
-                yield Candidate(_detail_line(item), param)
+                yield Candidate(_detail_line(item), loc_path(item["loc"]))
             else:
                 yield from _walk(item, param, depth + 1)
     elif isinstance(value, dict):
@@ -226,19 +226,46 @@ def find(
             continue
         for candidate in found:
             hit = signature.pattern.search(candidate.text)
-            if hit is not None:
-                return _placed(signature, hit, candidate)
+            placed = _placed(signature, hit, candidate) if hit is not None else None
+            if placed is not None:
+                return placed
     return None
 
 
-def _placed(signature: Signature, hit: re.Match[str], candidate: Candidate) -> Match:
+def _placed(signature: Signature, hit: re.Match[str], candidate: Candidate) -> Match | None:
     groups = hit.groupdict()
-    path = normal_path(groups["path"]) if groups.get("path") else None
-    name = groups.get("name")
+    raw, name = groups.get("path"), groups.get("name")
+    if signature.strip and not _plain_place(raw, name):
+        return None
+    path = normal_path(raw) if raw else None
     if name:
         path = f"{path}.{name}" if path else name
-    if path is None and candidate.param:
-        path = normal_path(candidate.param)
+    param = normal_path(candidate.param) if candidate.param else None
+    if signature.strip and not _agrees(path, param, raw, name):
+        return None
+    if path is None and param:
+        path = param
     path = path or signature.place
     index = int(groups["index"]) if groups.get("index") else item_index(path)
     return Match(signature, candidate.text, index, path)
+
+
+#: A place a field refusal may name: keys of ASCII word characters and item indexes, nothing
+#: else (no spaces, quotes or punctuation a path never holds but an echoed value may).
+_PLAIN_PATH = re.compile(r"[A-Za-z_]\w*(?:\.?\[\d+\]|\.\d+|\.[A-Za-z_]\w*)*", re.ASCII)
+_PLAIN_KEY = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+
+
+def _agrees(path: str | None, param: str | None, raw: str | None, name: str | None) -> bool:
+    """Whether the place a sentence names agrees with the envelope's own field (``param``, a
+    pydantic ``loc``): a place named only inside a sentence may be a client's echoed value."""
+    if path is None or param is None or param == path:
+        return True
+    return bool(name) and param == normal_path(raw or "")  # the object, the key in the text
+
+
+def _plain_place(raw: str | None, name: str | None) -> bool:
+    """Whether the place a field refusal names is a plain path (or none at all)."""
+    if raw is not None and _PLAIN_PATH.fullmatch(raw) is None:
+        return False
+    return name is None or _PLAIN_KEY.fullmatch(name) is not None

@@ -28,6 +28,7 @@ from typing import Any
 
 from proxy.core.chat.messages import History, messages_of
 from proxy.core.history import MalformedHistory
+from proxy.core.learnable import learnable
 from proxy.core.policy import Policy, Setting, build_policy
 from proxy.core.registry import ALL_RULES
 from proxy.core.responses.items import Items as ResponseItems
@@ -225,11 +226,12 @@ def _plan_strip(body: dict[str, Any], found: Match) -> RetryPlan | None:
 
 def field_pattern(path: str) -> str | None:
     """The pattern a refused field stands for (``messages[*].tool_calls[*].index``), or None
-    for request-level keys that must not be learned (:data:`PROTECTED`)."""
+    for a field that must not be learned (:func:`proxy.core.learnable.learnable`)."""
     steps = parse_path(path)
     if not steps or (len(steps) == 1 and steps[0] in PROTECTED):
         return None
-    return _INDEX.sub("[*]", path)
+    pattern = _INDEX.sub("[*]", path)
+    return pattern if learnable(pattern) else None
 
 
 def parse_path(path: str) -> list[str | int | None]:

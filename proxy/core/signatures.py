@@ -31,29 +31,35 @@ _ANY_MODEL = {"models": ["*"]}
 # line and triple the file.
 # fmt: off
 _FIELDS: tuple[Signature, ...] = (
-    # Field refusals: the upstream names a key it does not accept; strip it there.
-    sig("O12", "openai", "unknown_message_field", r"Unknown parameter: '(?P<path>[^']+)'",
-        api="any", strip=True, learn=True, evidence=("O13",)),
+    # Field refusals: the upstream names a key it does not accept; strip it there. Anchored at
+    # the sentence's start: upstreams echo client values inside their sentences (``Invalid
+    # value: '…'``), and a field named inside echoed text must not pass for a refusal.
+    sig("O12", "openai", "unknown_message_field",
+        r"^(?:\d{3} )?Unknown parameter: '(?P<path>[^']+)'", api="any", strip=True, learn=True,
+        evidence=("O13",)),
     sig("O22", "openai", "unknown_message_field",
-        r"Additional properties are not allowed \('(?P<name>[^']+)' was unexpected\)"
+        r"^Additional properties are not allowed \('(?P<name>[^']+)' was unexpected\)"
         r" - '(?P<path>messages\.\d+)'", api="any", strip=True, learn=True),
     sig("MI7", "mistral", "unknown_message_field",
         r"^extra_forbidden at (?P<path>\S+): Extra inputs are not permitted",
         api="any", strip=True, learn=True),
     sig("GR1", "groq", "unknown_message_field",
+        r"^(?:'messages\.\d+' : for 'role: ?\w+' the following must be satisfied\[\()?"
         r"'(?P<path>messages\.\d+(?:\.\w+)*)' : property '(?P<name>\w+)' is unsupported",
         api="any", strip=True, learn=True, evidence=("GR2", "GR3")),
-    sig("GR4", "groq", "unknown_message_field", r"property '(?P<name>\w+)' is unsupported",
+    sig("GR4", "groq", "unknown_message_field", r"^property '(?P<name>\w+)' is unsupported",
         api="any", strip=True, learn=True),
     sig("D7", "deepseek", "unknown_message_field",
-        r"Please remove the reasoning_content from your message",
+        r"^The reasoning_content is an intermediate result.*? Please remove the"
+        r" reasoning_content from your message",
         strip=True, learn=True, place="messages[*].reasoning_content"),
     sig("G14", "gemini", "unknown_message_field",
-        r"Unknown name \"(?P<path>\w+)\": Cannot find field", api="any", strip=True, learn=True),
+        r"^Invalid JSON payload received\. Unknown name \"(?P<path>\w+)\": Cannot find field",
+        api="any", strip=True, learn=True),
     sig("O16", "openai", "unknown_message_field",
-        r"Invalid '(?P<path>messages\[\d+\]\.name)': string does not match pattern", strip=True),
-    sig("VL1", "vllm", "unknown_message_field", r"`(?P<path>tools)` must not be an empty array",
-        api="any", strip=True),
+        r"^Invalid '(?P<path>messages\[\d+\]\.name)': string does not match pattern", strip=True),
+    sig("VL1", "vllm", "unknown_message_field",
+        r"^(?:Value error, )?`(?P<path>tools)` must not be an empty array", api="any", strip=True),
 )
 
 _OPENAI: tuple[Signature, ...] = (

@@ -51,7 +51,12 @@ def test_a_retry_teaches_the_store_and_the_next_request_is_stripped_up_front() -
     plan = plan_retry("chat", body(), 400, EVIDENCE, build_policy("openai"))
     assert plan is not None
     assert plan.learned is not None
-    store.learn("openai", "gpt-4o", plan.learned, EVIDENCE)
+    store.learn("openai", "gpt-4o", plan.learned, EVIDENCE, reporter="body:1")
+    # one refused request is not enough: it applies to nobody yet
+    assert store.strip("openai", "gpt-4o", body())[1] == []
+    store.learn("openai", "gpt-4o", plan.learned, EVIDENCE, reporter="body:1")  # the same again
+    assert store.strip("openai", "gpt-4o", body())[1] == []
+    store.learn("openai", "gpt-4o", plan.learned, EVIDENCE, reporter="body:2")
     later = body()
     stripped, findings = store.strip("openai", "gpt-4o", later)
     assert stripped == body(index=False)
@@ -64,8 +69,8 @@ def test_a_retry_teaches_the_store_and_the_next_request_is_stripped_up_front() -
 
 
 def test_only_the_same_upstream_and_model() -> None:
-    store = LearnedStrips(clock=Clock())
-    store.learn("groq", "llama-3", "messages[*].tool_calls[*].index", EVIDENCE)
+    store = LearnedStrips(confirmations=1, clock=Clock())
+    store.learn("groq", "llama-3", "messages[*].tool_calls[*].index", EVIDENCE, reporter="r")
     for upstream, model in (("openai", "llama-3"), ("groq", "llama-4"), ("groq", None)):
         same = body(model=model or "x")
         out, findings = store.strip(upstream, model, same)
@@ -79,8 +84,8 @@ def test_only_the_same_upstream_and_model() -> None:
 
 def test_entries_expire() -> None:
     clock = Clock()
-    store = LearnedStrips(ttl=60, clock=clock)
-    store.learn("groq", "m", "store", "property 'store' is unsupported")
+    store = LearnedStrips(ttl=60, confirmations=1, clock=clock)
+    store.learn("groq", "m", "store", "property 'store' is unsupported", reporter="r")
     clock.now += 59
     assert store.strip("groq", "m", {"model": "m", "store": True})[0] == {"model": "m"}
     clock.now += 1
@@ -93,12 +98,12 @@ def test_entries_expire() -> None:
 
 def test_learning_again_renews_and_size_is_bounded() -> None:
     clock = Clock()
-    store = LearnedStrips(ttl=100, max_entries=3, clock=clock)
+    store = LearnedStrips(ttl=100, max_entries=3, confirmations=1, clock=clock)
     for i in range(3):
-        store.learn("up", "m", f"f{i}", "e")
+        store.learn("up", "m", f"f{i}", "e", reporter="r")
         clock.now += 1
-    store.learn("up", "m", "f0", "again")  # renewed: now the newest
-    store.learn("up", "m", "f3", "e")  # over the bound: the oldest (f1) goes
+    store.learn("up", "m", "f0", "again", reporter="r")  # renewed: now the newest
+    store.learn("up", "m", "f3", "e", reporter="r")  # over the bound: the oldest (f1) goes
     assert [e.field for e in store.entries()] == ["f2", "f0", "f3"]
     assert len(store) == 3
     assert store.entries()[1].evidence == "again"
@@ -141,12 +146,13 @@ async def client(
 async def test_list_and_clear(client: tuple[httpx.AsyncClient, LearnedStrips]) -> None:
     http, store = client
     assert (await http.get("/repairs/learned")).json() == {"data": []}
-    store.learn("mistral", "mistral-large", "messages[*].tool_calls[*].name", "extra_forbidden")
+    store.learn("mistral", "mistral-large", "messages[*].refusal", "extra_forbidden", reporter="r")
     answer = await http.get("/repairs/learned")
     assert answer.status_code == 200
     (entry,) = answer.json()["data"]
     assert entry["upstream"] == "mistral"
-    assert entry["field"] == "messages[*].tool_calls[*].name"
+    assert entry["field"] == "messages[*].refusal"
+    assert (entry["confirmations"], entry["confirmed"]) == (1, False)
     assert entry["evidence"] == "extra_forbidden"
     assert entry["learned_at"] == "2023-11-14T22:13:20Z"
     assert entry["expires_at"] == "2023-11-14T23:13:20Z"

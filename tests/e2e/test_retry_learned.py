@@ -1,7 +1,7 @@
 """Learned field strips over real sockets: a field an upstream refused (Groq's ``property 'X' is
-unsupported``, Mistral's ``extra_forbidden``) is stripped up front on the next request for that
-upstream and model, listed at ``GET /repairs/learned``, forgotten by ``DELETE``, and expires
-(issue 15 item 4; repair-on-reject.md C2 bound 8).
+unsupported``, Mistral's ``extra_forbidden``) for two distinct requests is stripped up front on
+the next request for that upstream and model, listed at ``GET /repairs/learned``, forgotten by
+``DELETE``, and expires (issue 15 item 4; repair-on-reject.md C2 bound 8; issue 24 item 1).
 """
 
 from __future__ import annotations
@@ -69,8 +69,15 @@ def test_a_refused_field_is_learned_stripped_up_front_and_forgotten(
     assert_retried_once(guard, upstream, first, "unknown_message_field", refused)
     [entry] = learned(guard)
     assert (entry["upstream"], entry["model"], entry["field"]) == (provider, model, FIELD)
-    assert entry["applied"] == 0
+    assert (entry["applied"], entry["confirmations"], entry["confirmed"]) == (0, 1, False)
     assert "refusal" in entry["evidence"]
+
+    # one refused request teaches nobody else: a second, distinct one confirms it
+    upstream.received.clear()
+    confirming = ask(guard, model, 5)
+    assert_retried_once(guard, upstream, confirming, "unknown_message_field", refused)
+    [entry] = learned(guard)
+    assert (entry["confirmations"], entry["confirmed"]) == (2, True)
 
     upstream.received.clear()
     second = ask(guard, model, 2)
@@ -111,7 +118,8 @@ def test_a_learned_strip_expires(guarded: Guarded, emulated: dict[str, Upstream]
     store.clock = lambda: now[0]
     model = "llama-3.3-70b-versatile"
 
-    assert ask(guard, model, 1).headers[RETRIED] == "unknown_message_field"
+    for turn in (1, 5):  # two distinct refused requests confirm it
+        assert ask(guard, model, turn).headers[RETRIED] == "unknown_message_field"
     assert [e["field"] for e in learned(guard)] == [FIELD]
 
     now[0] += store.ttl - 1  # still learned: stripped up front
