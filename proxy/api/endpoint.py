@@ -135,16 +135,16 @@ class ProxyEndpoint:
         url = self.base_urls[upstream] + path
         headers = self._upstream_headers(state, upstream)
         watch = ClientWatch(state.receive)
+        response: UpstreamResponse | None = None
         try:
             response = await self._send(state, upstream, url, headers, body)
             if self.retry.may_retry(state, upstream, response.status):
                 key = self.injected.get(upstream)
-                replayed, again = await self.retry.refused(state, upstream, response, key)
-                response = replayed
-                if again is not None:
+                response, again = await self.retry.refused(state, upstream, response, key)
+                if again is not None:  # the refused response is closed: the retry's replaces it
                     response = await self._send(state, upstream, url, headers, again)
                     self.retry.sent(state, upstream, response.status)
-            await self._relay(state, upstream, response)
+            await self._answer(state, upstream, response)
         except asyncio.CancelledError:
             if not watch.absorb():
                 raise
@@ -153,6 +153,8 @@ class ProxyEndpoint:
                 state.ended("client_gone")  # also mid-stream: its 200 never finished
         finally:
             watch.stop()
+            if response is not None:  # on every path: a refusal read that failed halfway too
+                await response.aclose()
 
     async def _send(
         self, state: RequestState, upstream: str, url: str, headers: RawHeaders, body: bytes
@@ -168,12 +170,6 @@ class ProxyEndpoint:
         if state.attempts:
             state.attempts[-1].status = response.status
         return response
-
-    async def _relay(self, state: RequestState, upstream: str, response: UpstreamResponse) -> None:
-        try:
-            await self._answer(state, upstream, response)
-        finally:  # also when cancelled before the body started (relay_body closes it then)
-            await response.aclose()
 
     async def _answer(self, state: RequestState, upstream: str, response: UpstreamResponse) -> None:
         log = state.log

@@ -121,6 +121,23 @@ async def reset_sized_body(conn: Conn) -> None:
     conn.reset()
 
 
+#: A refusal the proxy reads whole before deciding on a retry (repair-on-reject.md).
+REFUSAL = b'{"error": {"message": "Invalid parameter: messages with role \'tool\' must be a '
+
+
+async def refusal_stalled_halfway(conn: Conn) -> None:
+    """A 400 whose body stops halfway and stays silent: the proxy's read of it times out."""
+    head = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+    await conn.send(head + b"content-length: %d\r\n\r\n" % (len(REFUSAL) * 2) + REFUSAL)
+
+
+async def refusal_broken_halfway(conn: Conn) -> None:
+    """A 400 whose chunked body turns to garbage halfway (the connection itself stays up)."""
+    head = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+    await conn.send(head + b"transfer-encoding: chunked\r\n\r\n" + chunk(REFUSAL), pause=0.05)
+    await conn.send(b"zz\r\nnot a chunk size\r\n")
+
+
 FAULTS: dict[str, Callable[[Conn], Awaitable[None]]] = {
     f.__name__: f
     for f in (
@@ -140,6 +157,8 @@ FAULTS: dict[str, Callable[[Conn], Awaitable[None]]] = {
         reset_mid_event,
         bad_chunking,
         reset_sized_body,
+        refusal_stalled_halfway,
+        refusal_broken_halfway,
     )
 }
 
@@ -329,3 +348,27 @@ def test_connection_refused_is_502_and_leaves_nothing(
         assert got.status_code == 502
         assert got.json()["error"]["code"] == "upstream_unavailable"
     guard.settled()
+
+
+@pytest.mark.parametrize(
+    ("fault", "status"),
+    [("refusal_stalled_halfway", 504), ("refusal_broken_halfway", 502)],
+)
+def test_a_refusal_read_that_fails_halfway_leaves_no_connection_open(
+    *,
+    http: httpx.Client,
+    stand: tuple[Guard, RawUpstream],
+    loop_errors: Errors,
+    fault: str,
+    status: int,
+) -> None:
+    """The retry reads a refusal before anything reaches the client; when that read fails,
+    the client gets the proxy's own error and the upstream response is closed at once, not
+    left to the garbage collector (issue 26 item 4). Counted from the upstream's side."""
+    guard, upstream = stand
+    for _ in range(3):
+        got = _post(http, guard, fault)
+        assert got.status_code == status, got.text
+        # Within a moment, not whenever a garbage collection comes by.
+        eventually(lambda: upstream.open == 0, within=0.5, what="the refusal's connection closed")
+    _nothing_left(guard, upstream, loop_errors)
