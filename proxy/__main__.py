@@ -9,6 +9,7 @@ from collections.abc import Sequence
 PROVIDERS = (
     *("openai", "deepseek", "gemini"),
     *("kimi", "mistral", "groq", "xai", "qwen", "vllm", "ollama"),
+    *("anthropic", "glm", "minimax"),
 )
 
 
@@ -113,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = create_emulator_app(args.provider, pacing_ms=args.pacing_ms)
         base = f"http://{args.host}:{args.port}{PREFIXES[args.provider][0]}"
         print(f"emulating {args.provider} at {base}", flush=True)
+        _announce_messages(args)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         return 0
     if args.emulate:
@@ -120,6 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from proxy.server import serve
 
     return serve(config=args.config, host=args.host, port=args.port, workers=args.workers)
+
+
+def _announce_messages(args: argparse.Namespace) -> None:
+    from proxy.emulator.messages import MESSAGES_PREFIXES
+
+    if args.provider in MESSAGES_PREFIXES:
+        root = f"http://{args.host}:{args.port}{MESSAGES_PREFIXES[args.provider][0][:-3]}"
+        print(f"Messages API at {root}/v1/messages (ANTHROPIC_BASE_URL={root})", flush=True)
 
 
 def _serve_emulated(args: argparse.Namespace) -> int:

@@ -2,13 +2,15 @@
 
 Routes, per provider prefix (`PREFIXES`: ``/v1`` for most; ``/v1beta/openai`` and ``/v1`` for
 gemini, ``/openai/v1`` and ``/v1`` for groq, ``/compatible-mode/v1`` and ``/v1`` for qwen):
-``POST {prefix}/chat/completions`` and ``GET {prefix}/models``; anything else is a 404 in the
+``POST {prefix}/chat/completions`` and ``GET {prefix}/models``; for anthropic, deepseek, kimi,
+glm and minimax also ``POST {prefix}/messages`` and ``…/messages/count_tokens`` under
+`MESSAGES_PREFIXES` (the Messages emulators, `messages`); anything else is a 404 in the
 provider's error shape.
 
 Test knobs, as request headers on ``POST …/chat/completions``:
 
-- ``x-emulator-status: 429`` answers that status with the provider's error body before any
-  validation (429 and 503 carry ``retry-after: 1``);
+- ``x-emulator-status: 429`` (also on ``…/messages``) answers that status with the provider's
+  error body before any validation (429 and 503 carry ``retry-after: 1``);
 - ``x-emulator-pacing-ms: 20`` and ``x-emulator-chunks: 5`` override the app's `pacing_ms` and
   `chunks` for one streamed answer.
 """
@@ -16,6 +18,7 @@ Test knobs, as request headers on ``POST …/chat/completions``:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +27,13 @@ import orjson
 
 from proxy.emulator.common import Rejection
 from proxy.emulator.completion import CREATED, completion_json, plan, stream_frames
+from proxy.emulator.messages import (
+    MESSAGES_PREFIXES,
+    anthropic_models,
+    count_tokens_reply,
+    messages_reply,
+)
+from proxy.emulator.messages_errors import forced as messages_forced
 from proxy.emulator.responses_answer import responses_reply
 from proxy.emulator.validators import PROVIDERS, forced, not_found, not_json, validate
 
@@ -43,6 +53,9 @@ PREFIXES = {
     "qwen": ("/compatible-mode/v1", "/v1"),
     "vllm": ("/v1",),
     "ollama": ("/v1",),
+    "anthropic": ("/v1",),  # its OpenAI-compatible chat endpoint (chat_compat)
+    "glm": ("/api/paas/v4", "/v1"),
+    "minimax": ("/v1",),
 }
 MODELS = {
     "openai": ("gpt-4o", "gpt-4o-mini", "o3"),
@@ -55,9 +68,13 @@ MODELS = {
     "qwen": ("qwen-plus", "qwen3-coder-plus", "qwq-plus"),
     "vllm": ("Qwen/Qwen3-8B", "mistralai/Devstral-Small-2507", "google/gemma-3-27b-it"),
     "ollama": ("llama3.2", "mistral-small3.2", "qwen3:8b"),
+    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-8", "claude-haiku-4-5"),
+    "glm": ("glm-4.6", "glm-5"),
+    "minimax": ("MiniMax-M2", "MiniMax-M2.7"),
 }
 _OWNERS = {"openai": "system", "gemini": "google", "groq": "Meta", "qwen": "system"}
 _OWNERS |= {"kimi": "moonshot", "xai": "xai", "vllm": "vllm", "ollama": "library"}
+_OWNERS |= {"glm": "z-ai", "minimax": "minimax"}
 _JSON = b"application/json"
 _RETRY_STATUSES = (429, 503)
 
@@ -112,6 +129,9 @@ class EmulatorApp:
         self._responses_paths = frozenset(
             p + "/responses" for p in prefixes if provider == "openai"
         )
+        messages = MESSAGES_PREFIXES.get(provider, ())
+        self._messages_paths = frozenset(p + "/messages" for p in messages)
+        self._count_paths = frozenset(p + "/messages/count_tokens" for p in messages)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -131,6 +151,10 @@ class EmulatorApp:
             await self._chat(request, send)
         elif request.method == "POST" and request.path in self._responses_paths:
             await self._responses(request, send)
+        elif request.method == "POST" and request.path in self._messages_paths:
+            await self._messages(request, send)
+        elif request.method == "POST" and request.path in self._count_paths:
+            await self._count_tokens(request, send)
         elif request.method == "GET" and request.path in self._model_paths:
             await _respond(send, 200, self._models())
         else:
@@ -173,7 +197,31 @@ class EmulatorApp:
             pacing = _float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
             await _stream(send, reply, pacing / 1000)
 
+    async def _messages(self, request: ReceivedRequest, send: Send) -> None:
+        status = _int_header(request.headers, "x-emulator-status")
+        if status is not None and 400 <= status <= 599:
+            await _reject(send, messages_forced(self.provider, status))
+            return
+        chunks = _int_header(request.headers, "x-emulator-chunks") or self.chunks
+        reply = messages_reply(self.provider, request.body, chunks)
+        if isinstance(reply, Rejection):
+            await _reject(send, reply)
+        elif isinstance(reply, bytes):
+            await _respond(send, 200, reply, extra=[_digest(request.body)])
+        else:
+            pacing = _float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
+            await _stream(send, reply, pacing / 1000, [_digest(request.body)])
+
+    async def _count_tokens(self, request: ReceivedRequest, send: Send) -> None:
+        reply = count_tokens_reply(self.provider, request.body)
+        if isinstance(reply, Rejection):
+            await _reject(send, reply)
+        else:
+            await _respond(send, 200, reply, extra=[_digest(request.body)])
+
     def _models(self) -> bytes:
+        if self.provider == "anthropic":
+            return anthropic_models()
         owner = _OWNERS.get(self.provider, self.provider)
         data = [
             {"id": model, "object": "model", "created": CREATED, "owned_by": owner}
@@ -227,7 +275,9 @@ def _float_header(headers: dict[str, str], name: str, default: float) -> float:
 async def _reject(send: Send, rejection: Rejection) -> None:
     gemini = rejection.body[:1] == b"["  # only Gemini answers an array
     content_type = b"application/json; charset=UTF-8" if gemini else _JSON
-    extra = [(b"retry-after", b"1")] if rejection.status in _RETRY_STATUSES else []
+    extra = list(rejection.headers)
+    if rejection.status in _RETRY_STATUSES and not any(k == b"retry-after" for k, _ in extra):
+        extra.append((b"retry-after", b"1"))
     await _respond(send, rejection.status, rejection.body, content_type, extra)
 
 
@@ -245,8 +295,16 @@ async def _respond(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _stream(send: Send, frames: list[bytes], pause: float) -> None:
+def _digest(body: bytes) -> tuple[bytes, bytes]:
+    """``x-emulator-body-sha256``: what the emulator received, for byte-for-byte checks."""
+    return b"x-emulator-body-sha256", hashlib.sha256(body).hexdigest().encode()
+
+
+async def _stream(
+    send: Send, frames: list[bytes], pause: float, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+    headers += extra or []
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     for k, frame in enumerate(frames):
         if k and pause > 0:

@@ -36,13 +36,16 @@ class Rejection:
 
     `body` holds the exact bytes the provider sends, `rule` the provider-rules.md row id
     (``O1``, ``D14``, ``G7``…, or ``O-schema``/``D-schema``/``G-schema`` for a plain schema
-    error no row covers, ``*-json`` for an unparsable body) and `message` the error text alone.
+    error no row covers, ``*-json`` for an unparsable body; ``M1``… for the Messages rules of
+    anthropic-messages.md), `message` the error text alone and `headers` the extra response
+    headers the provider sends (Anthropic's ``request-id``).
     """
 
     status: int
     body: bytes
     rule: str
     message: str = ""
+    headers: tuple[tuple[bytes, bytes], ...] = ()
 
 
 def openai_rejection(

@@ -1,6 +1,7 @@
 """One entry point over the validators, and the providers' canned non-validation errors.
 
-The seven second-tier emulators (`SECOND_TIER`) bring their canned texts as a `tier2.Dialect`.
+The second-tier emulators (`SECOND_TIER`: seven, plus the chat endpoints of Anthropic, GLM and
+MiniMax from `chat_compat`) bring their canned texts as a `tier2.Dialect`.
 
 `validate(provider, body)` never raises on a JSON value: every provider validator type-checks
 before it indexes, and the semantic passes only run on schema-valid messages.
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proxy.emulator import deepseek, gemini, groq, kimi, mistral, ollama, openai, qwen, vllm, xai
+from proxy.emulator.chat_compat import ANTHROPIC, GLM, MINIMAX
 from proxy.emulator.common import (
     Rejection,
     deepseek_rejection,
@@ -35,6 +37,9 @@ SECOND_TIER: dict[str, Dialect] = {
     "qwen": qwen.DIALECT,
     "vllm": vllm.DIALECT,
     "ollama": ollama.DIALECT,
+    "anthropic": ANTHROPIC,
+    "glm": GLM,
+    "minimax": MINIMAX,
 }
 VALIDATORS.update((name, dialect.validate) for name, dialect in SECOND_TIER.items())
 PROVIDERS = tuple(VALIDATORS)

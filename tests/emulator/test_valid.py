@@ -60,5 +60,5 @@ def test_the_same_reasoning_content_is_an_unknown_parameter_on_openai() -> None:
 
 
 def test_unknown_provider_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="unknown provider 'anthropic'"):
-        validate("anthropic", body(user()))
+    with pytest.raises(ValueError, match="unknown provider 'cohere'"):
+        validate("cohere", body(user()))

@@ -1,0 +1,281 @@
+"""Deterministic answers to valid ``/v1/messages`` requests: a Message, or its SSE events.
+
+The same request bytes give the same answer bytes (ids derive from a hash of the body). What is
+answered, in this order:
+
+1. Scripted tool loops: the last user message that carries no ``tool_result`` (the one that
+   asks) may hold directives ``[[tool_use NAME {json input}]]``; the emulator answers the k-th
+   directive as a ``tool_use`` when k assistant tool turns already follow that message, and a
+   text once they are used up. Tests drive multi-turn loops this way (Claude Code included).
+2. Otherwise, when the request has tools, ``tool_choice`` is not ``none`` and the last message
+   asks (no ``tool_result``): one call to the tool ``tool_choice`` names, else the first, its
+   required properties filled with placeholders (ours).
+3. Otherwise a text: quoting the trailing tool results, or echoing the start of the question.
+
+A thinking block (signed; DeepSeek's signature is ``""`` as DeepSeek returns it) opens the
+answer when the provider thinks for this request. Tool-use ids are ``toolu_01…`` (Kimi:
+``functions.<name>:<n>``, its own shape, langchain_anthropic's id middleware).
+Streams follow anthropic-messages.md §6: ``message_start``, per block ``content_block_start``
+(a ``ping`` after the first), deltas (``text_delta``, ``thinking_delta`` then
+``signature_delta``, ``input_json_delta``), ``content_block_stop``, ``message_delta``,
+``message_stop``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.emulator.completion import split
+from proxy.emulator.messages_content import thinking_type
+from proxy.emulator.messages_validate import deepseek_thinks, kimi_thinks
+
+DIRECTIVE = re.compile(r"\[\[tool_use (\S+) (\{.*?\})\]\]", re.DOTALL)
+REASONING = "Emulated reasoning: the request is valid."
+_PLACEHOLDERS = {"string": "emulated", "integer": 1, "number": 1, "boolean": True}
+_PLACEHOLDERS |= {"array": [], "object": {}}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the emulator answers to one valid request."""
+
+    id: str
+    model: str
+    blocks: list[dict[str, Any]]
+    input_tokens: int
+
+    @property
+    def stop_reason(self) -> str:
+        return "tool_use" if self.blocks[-1]["type"] == "tool_use" else "end_turn"
+
+    @property
+    def output_tokens(self) -> int:
+        words = sum(
+            len(str(b.get("text") or b.get("thinking") or b.get("input"))) for b in self.blocks
+        )
+        return max(words // 4, 1)
+
+
+def thinks(provider: str, body: dict[str, Any]) -> bool:
+    """Whether the provider thinks for this request."""
+    if provider == "deepseek":
+        return deepseek_thinks(body)
+    if provider == "kimi":
+        return kimi_thinks(body)
+    allowed = ("enabled", "adaptive") if provider == "anthropic" else ("enabled",)
+    return thinking_type(body) in allowed
+
+
+def plan_message(provider: str, body: dict[str, Any], raw: bytes) -> Reply:
+    """The answer to a request the provider's validator accepted."""
+    digest = hashlib.blake2b(raw, digest_size=12).hexdigest()
+    blocks: list[dict[str, Any]] = []
+    if thinks(provider, body):
+        signature = "" if provider == "deepseek" else _signature(digest)
+        blocks.append({"type": "thinking", "thinking": REASONING, "signature": signature})
+    call = _scripted(body) or _default_call(body)
+    if call is not None:
+        name, arguments = call
+        blocks.append({"type": "tool_use", "id": _tool_id(provider, name, body, digest),
+                       "name": name, "input": arguments})  # fmt: skip
+    else:
+        blocks.append({"type": "text", "text": _text(provider, body["messages"])})
+    return Reply(f"msg_01{digest}", str(body["model"]), blocks, max(len(raw) // 4, 1))
+
+
+def _signature(digest: str) -> str:
+    return base64.b64encode(b"emulator-thinking-signature:" + digest.encode()).decode()
+
+
+def _asking(messages: list[dict[str, Any]]) -> int | None:
+    """The index of the last user message without tool results."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.get("role") == "user" and not _results(message):
+            return i
+    return None
+
+
+def _results(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def _scripted(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    messages = body["messages"]
+    asking = _asking(messages)
+    if asking is None:
+        return None
+    directives = DIRECTIVE.findall(text_of(messages[asking].get("content")))
+    rounds = sum(1 for m in messages[asking + 1 :] if m.get("role") == "assistant" and _calls(m))
+    if rounds >= len(directives):
+        return None
+    name, arguments = directives[rounds]
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        parsed = {"directive": arguments}
+    return name, parsed if isinstance(parsed, dict) else {"value": parsed}
+
+
+def _calls(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" for b in content
+    )
+
+
+def _default_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    messages, tools, choice = body["messages"], body.get("tools"), body.get("tool_choice")
+    choice = choice if isinstance(choice, dict) else {}
+    if not isinstance(tools, list) or choice.get("type") == "none":
+        return None
+    if messages[-1].get("role") != "user" or _results(messages[-1]):
+        return None
+    if DIRECTIVE.search(text_of(messages[-1].get("content"))):
+        return None  # a script that is done answers text
+    usable = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    named = [t for t in usable if t["name"] == choice.get("name")]
+    if not usable:
+        return None
+    tool = (named or usable)[0]
+    return tool["name"], _placeholders(tool.get("input_schema"))
+
+
+def _placeholders(schema: Any) -> dict[str, Any]:
+    """Placeholder values for a schema's required properties (ours)."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return {}
+    required = schema.get("required")
+    values = {}
+    for name in required if isinstance(required, list) else ():
+        if not isinstance(name, str):
+            continue
+        spec = schema["properties"].get(name)
+        kind = spec.get("type") if isinstance(spec, dict) else "string"
+        values[name] = _PLACEHOLDERS.get(kind, "emulated") if isinstance(kind, str) else "emulated"
+    return values
+
+
+def _tool_id(provider: str, name: str, body: dict[str, Any], digest: str) -> str:
+    if provider == "kimi":  # Kimi's ids count the calls of the conversation (Kimi-K2 issues)
+        count = sum(
+            1
+            for m in body["messages"]
+            for b in (m.get("content") if isinstance(m.get("content"), list) else [])
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        )
+        return f"functions.{name}:{count}"
+    return f"toolu_01{digest}"
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content (string, or its text blocks joined)."""
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    return " ".join(t for t in texts if isinstance(t, str))
+
+
+def _text(provider: str, messages: list[dict[str, Any]]) -> str:
+    results = _results(messages[-1]) if messages[-1].get("role") == "user" else []
+    if results:
+        quoted = [_result_text(r.get("content"))[:200] for r in results]
+        return "The tool returned: " + " | ".join(quoted)
+    return f"Emulated {provider} answer to: {text_of(messages[-1].get('content'))[:80]}"
+
+
+def _result_text(content: Any) -> str:
+    return content if isinstance(content, str) else text_of(content)
+
+
+def message_json(reply: Reply, *, streaming: bool = False) -> dict[str, Any]:
+    """The Message object (empty content and no stop reason as ``message_start`` carries it)."""
+    return {
+        "id": reply.id,
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model,
+        "content": [] if streaming else reply.blocks,
+        "stop_reason": None if streaming else reply.stop_reason,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": reply.input_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 1 if streaming else reply.output_tokens,
+        },
+    }
+
+
+def message_body(reply: Reply) -> bytes:
+    return orjson.dumps(message_json(reply))
+
+
+def _event(kind: str, payload: dict[str, Any]) -> bytes:
+    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
+PING = b'event: ping\ndata: {"type": "ping"}\n\n'
+
+
+def message_events(reply: Reply, chunks: int | None) -> list[bytes]:
+    """The SSE frames of the streamed answer."""
+    frames = [
+        _event(
+            "message_start",
+            {"type": "message_start", "message": message_json(reply, streaming=True)},
+        )
+    ]
+    for index, block in enumerate(reply.blocks):
+        frames.append(
+            _event(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": _opening(block)},
+            )
+        )
+        if index == 0:
+            frames.append(PING)
+        frames += [
+            _event(
+                "content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}
+            )
+            for d in _deltas(block, chunks)
+        ]
+        frames.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+    delta = {"stop_reason": reply.stop_reason, "stop_sequence": None}
+    usage = {"output_tokens": reply.output_tokens}
+    frames.append(
+        _event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
+    )
+    frames.append(_event("message_stop", {"type": "message_stop"}))
+    return frames
+
+
+def _opening(block: dict[str, Any]) -> dict[str, Any]:
+    if block["type"] == "text":
+        return {"type": "text", "text": ""}
+    if block["type"] == "thinking":
+        return {"type": "thinking", "thinking": "", "signature": ""}
+    return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+
+
+def _deltas(block: dict[str, Any], chunks: int | None) -> list[dict[str, Any]]:
+    if block["type"] == "text":
+        return [{"type": "text_delta", "text": p} for p in split(block["text"], chunks)]
+    if block["type"] == "thinking":
+        pieces = [
+            {"type": "thinking_delta", "thinking": p} for p in split(block["thinking"], chunks)
+        ]
+        return [*pieces, {"type": "signature_delta", "signature": block["signature"]}]
+    arguments = json.dumps(block["input"], ensure_ascii=False)
+    return [{"type": "input_json_delta", "partial_json": p} for p in split(arguments, chunks or 2)]
