@@ -25,6 +25,8 @@ from proxy.settings import ServerSettings
 LOGGER = logging.getLogger("toolcall_guard")
 
 _SANE_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,128}")
+#: The longest path a request line (and a record) holds, in characters.
+MAX_LOGGED_PATH = 1024
 
 #: Fields of a request line, in the order the text format prints them.
 FIELDS = (
@@ -76,7 +78,8 @@ class RequestLog:
         self.started = False  # response headers sent to the client
         self.request_id = request_id
         self.method = method
-        self.path = path
+        # A client chooses the path: a line never holds more of it than this.
+        self.path = path if len(path) <= MAX_LOGGED_PATH else path[:MAX_LOGGED_PATH] + "…"
         self.route = "passthrough"
         self.upstream: str | None = None
         self.model: str | None = None

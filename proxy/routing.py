@@ -10,11 +10,31 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
-from proxy.errors import UnknownUpstream
+from proxy.errors import BadRequestBody, UnknownUpstream
 from proxy.settings import Settings
 
 #: Distinct models remembered per router; beyond it the cache starts over (clients send few).
+#: With models at most ``server.max_model_length`` long, the cache is bounded in bytes too.
 _CACHE_SIZE = 1024
+#: How much of a client's value an error message quotes.
+_QUOTED = 64
+
+
+def check_model(model: Any, limit: int) -> None:
+    """400 for a ``model`` longer than ``limit`` (``server.max_model_length``) characters: the
+    model is routed (the route cached), logged and recorded, so a client must not choose how
+    large it is."""
+    if type(model) is str and len(model) > limit:
+        raise BadRequestBody(
+            f"'model' is {len(model)} characters long; this proxy accepts at most {limit}"
+            " (server.max_model_length).",
+            param="model",
+        )
+
+
+def clipped(value: str, limit: int = _QUOTED) -> str:
+    """``value`` cut to ``limit`` characters, for an error message or a log line."""
+    return value if len(value) <= limit else value[:limit] + "…"
 
 
 def split_path(path: str) -> tuple[str | None, str] | None:
@@ -43,6 +63,7 @@ class Router:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._names = frozenset(settings.upstreams)
+        self._max_model = settings.server.max_model_length
         self._by_model: dict[str, str | None] = {}
 
     def by_prefix(self, prefix: str) -> str:
@@ -50,7 +71,7 @@ class Router:
         if prefix in self._names:
             return prefix
         raise UnknownUpstream(
-            f"No upstream is named {prefix!r} (path /{prefix}/v1/…); "
+            f"No upstream is named {clipped(prefix)!r} (path /{clipped(prefix)}/v1/…); "
             f"configured: {', '.join(sorted(self._names))}.",
             status=404,
         )
@@ -61,13 +82,15 @@ class Router:
             if header in self._names:
                 return header
             raise UnknownUpstream(
-                f"x-toolcall-guard-upstream names no configured upstream: {header!r}; "
+                f"x-toolcall-guard-upstream names no configured upstream: {clipped(header)!r}; "
                 f"configured: {', '.join(sorted(self._names))}."
             )
+        check_model(model, self._max_model)
         name = self._model_upstream(model)
         if name is None:
+            shown = clipped(model) if type(model) is str else model
             raise UnknownUpstream(
-                f"No upstream matches model {model!r} and routing.default is not set; use "
+                f"No upstream matches model {shown!r} and routing.default is not set; use "
                 "/<upstream>/v1/… or the x-toolcall-guard-upstream header."
             )
         return name

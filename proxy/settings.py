@@ -41,6 +41,7 @@ class ServerSettings(_Section):
     max_messages: int = Field(20_000, ge=1)
     max_tool_calls_per_message: int = Field(4_096, ge=1)
     max_json_depth: int = Field(64, ge=4, le=1000)
+    max_model_length: int = Field(256, ge=1, le=65_536)
     body_timeout: float = Field(30.0, gt=0)
     admin_token_env: str = "TOOLCALL_GUARD_ADMIN_TOKEN"
     client_keys_env: str = "TOOLCALL_GUARD_CLIENT_KEYS"

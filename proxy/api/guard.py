@@ -23,7 +23,7 @@ from proxy.core.rule import Finding
 from proxy.errors import BadRequestBody, HistoryRejected
 from proxy.relay.http import inflated
 from proxy.repairlog.record import new_record_id
-from proxy.routing import Router
+from proxy.routing import Router, check_model
 from proxy.settings import Settings
 
 #: The pseudo-rule of findings about a body no policy can work on (always a 400).
@@ -79,6 +79,7 @@ class Guard:
         items = self._items(state, unit, data)
         unit.check_sizes(items, len(body), self.server)
         model = data.get("model")
+        check_model(model, self.server.max_model_length)
         log.model = model if type(model) is str else None
         state.stream = data.get("stream") is True
         upstream = upstream or self.router.pick(state.upstream_name(), model)
