@@ -23,6 +23,7 @@ from proxy.api import fallback, learned, ops, repairs, ui
 from proxy.api.browser import BrowserGuard, answer_options, with_cors
 from proxy.api.endpoint import ProxyEndpoint
 from proxy.errors import InternalError, render
+from proxy.logs import quiet_incomplete_on_purpose
 from proxy.relay.aiohttp_engine import AiohttpRelay
 from proxy.relay.asgi import RESPONSE_STARTED, send_error
 from proxy.relay.base import Relay
@@ -109,6 +110,7 @@ def create_app(
     """Build the proxy app. ``transport`` sends upstream traffic through httpx with it (tests);
     ``repair_log`` replaces the log ``settings.repair_log.url`` names."""
     proxy = ProxyEndpoint(settings)
+    quiet_incomplete_on_purpose()  # a cut JSON answer is logged once, by the proxy
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import orjson
 
 from proxy.loghandler import LineHandler, isatty
+from proxy.relay.asgi import LEFT_INCOMPLETE
 from proxy.settings import ServerSettings
 
 LOGGER = logging.getLogger("toolcall_guard")
@@ -27,6 +28,11 @@ LOGGER = logging.getLogger("toolcall_guard")
 _SANE_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,128}")
 #: The longest path a request line (and a record) holds, in characters.
 MAX_LOGGED_PATH = 1024
+
+#: Endings that make a request's line a warning: the client got a cut answer.
+_CUT = frozenset({"upstream_cut", "upstream_timeout"})
+#: uvicorn's ERROR line for a response left incomplete (``protocols/http/*_impl.py``).
+UVICORN_INCOMPLETE = "ASGI callable returned without completing response."
 
 #: Fields of a request line, in the order the text format prints them.
 FIELDS = (
@@ -104,7 +110,8 @@ class RequestLog:
         ``event`` holds the fields that are set, in order.
         """
         self.total_ms = (time.perf_counter() - self.t0) * 1000
-        if not LOGGER.isEnabledFor(logging.INFO):
+        level = logging.WARNING if self.end in _CUT else logging.INFO
+        if not LOGGER.isEnabledFor(level):
             return
         event = {
             k: (round(v, 3) if k in _DURATIONS else v)
@@ -117,11 +124,11 @@ class RequestLog:
             handler = handlers[0]
             formatter = handler.formatter
             if type(handler) is LineHandler and type(formatter) is JsonFormatter and _plain(event):
-                handler.write(formatter.request_line(message, event))
+                handler.write(formatter.request_line(message, event, level))
                 return
         record = LOGGER.makeRecord(
             LOGGER.name,
-            logging.INFO,
+            level,
             "(proxy.logs)",
             0,
             message,
@@ -175,9 +182,10 @@ class JsonFormatter(logging.Formatter):
         )
         return (start + orjson.dumps(event, default=str)[1:]).decode()
 
-    def request_line(self, message: str, event: dict[str, Any]) -> str:
-        """The INFO line of a request on the proxy's logger, stamped now."""
-        return self.line(time.time(), self._head("INFO", LOGGER.name), message, event)
+    def request_line(self, message: str, event: dict[str, Any], level: int = logging.INFO) -> str:
+        """The line of a request on the proxy's logger, stamped now."""
+        head = self._head(logging.getLevelName(level), LOGGER.name)
+        return self.line(time.time(), head, message, event)
 
     def _format_dict(self, record: logging.LogRecord, event: dict[str, Any] | None) -> str:
         """Any record: the general, slower way (a traceback, or fields that shadow the head)."""
@@ -191,6 +199,25 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(line, default=str).decode()
+
+
+class IncompleteOnPurpose(logging.Filter):
+    """Drops uvicorn's ERROR line for a response the proxy left incomplete on purpose (see
+    :data:`proxy.relay.asgi.LEFT_INCOMPLETE`): that request's own line already says how its
+    answer was cut, at warning, with its request id. uvicorn logs the line in the task that
+    served the request, right after the app returned, so the mark is read there; the same line
+    for any other response (a real bug) still goes out."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.msg == UVICORN_INCOMPLETE and LEFT_INCOMPLETE.get())
+
+
+_INCOMPLETE_ON_PURPOSE = IncompleteOnPurpose()
+
+
+def quiet_incomplete_on_purpose() -> None:
+    """Install :class:`IncompleteOnPurpose` on uvicorn's error logger (once, however often)."""
+    logging.getLogger("uvicorn.error").addFilter(_INCOMPLETE_ON_PURPOSE)
 
 
 _HEAD_KEYS = frozenset({"ts", "level", "logger", "msg", "exc"})

@@ -170,6 +170,33 @@ def test_request_lines_are_written_in_one_batch_within_the_flush_delay(
     assert all(orjson.loads(line)["request_id"] == "rid-1" for line in lines)
 
 
+@pytest.mark.parametrize(
+    ("end", "level"),
+    [
+        ("complete", "info"),
+        ("client_gone", "info"),
+        ("upstream_cut", "warning"),
+        ("upstream_timeout", "warning"),
+    ],
+)
+def test_a_cut_answer_makes_its_request_line_a_warning(
+    handler: tuple[LineHandler, _Counting], end: str, level: str
+) -> None:
+    configured, stream = handler
+    entry = _entry()
+    entry.end = end
+    with alone(configured):
+        entry.emit()  # the fast path
+    LOGGER.setLevel(logging.WARNING)  # an operator who only wants to hear of trouble
+    with alone(configured):
+        _entry().emit()
+        entry.emit()
+    configured.flush()
+    lines = [orjson.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line["level"] for line in lines] == [level] * (1 if level == "info" else 2)
+    assert {line["end"] for line in lines} == {end}
+
+
 @pytest.mark.parametrize("level", [logging.INFO, logging.WARNING])
 def test_a_record_goes_out_at_once_after_the_lines_before_it(
     handler: tuple[LineHandler, _Counting], level: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextvars import ContextVar
 
 from starlette.types import Message, Receive, Scope, Send
 
@@ -19,6 +20,16 @@ from proxy.repairlog.record import Ending
 
 #: Scope key set once the response has started (the app's error handler must not answer then).
 RESPONSE_STARTED = "toolcall_guard.response_started"
+
+
+#: True in the task serving a request whose response is left incomplete on purpose: a sized
+#: body the upstream cut short. ASGI has no message to abort a response; a callable that
+#: returns without completing it is how the server is told to close the connection (so the
+#: client cannot take the truncated body for a whole one), and uvicorn then logs "ASGI callable
+#: returned without completing response." at ERROR, without the request id. The proxy's own
+#: request line says it instead (at warning, :class:`proxy.logs.RequestLog`), and
+#: :class:`proxy.logs.IncompleteOnPurpose` drops uvicorn's line for exactly these requests.
+LEFT_INCOMPLETE: ContextVar[bool] = ContextVar("toolcall_guard_left_incomplete", default=False)
 
 
 class ClientGone(Exception):
@@ -150,7 +161,9 @@ async def relay_body(
         await send({"type": "http.response.body", "body": b""})
     except UpstreamError as exc:
         end = "upstream_timeout" if isinstance(exc, UpstreamTimeout) else "upstream_cut"
-        if not sized:
+        if sized:
+            LEFT_INCOMPLETE.set(True)
+        else:
             await _end_broken_stream(send, exc, sse=sse, between_events=_between_events(last))
     finally:
         await response.aclose()

@@ -14,6 +14,7 @@ import orjson
 import pytest
 from prometheus_client import REGISTRY
 
+from proxy.logs import UVICORN_INCOMPLETE, IncompleteOnPurpose
 from tests.hardening.conftest import (
     ORPHAN,
     SSE_HEAD,
@@ -85,7 +86,9 @@ async def dispatch(conn: Conn) -> None:
 @pytest.fixture
 def stand(start_guard: Callable[..., Guard], raw_upstream: Callable[..., RawUpstream]) -> Guard:
     upstream = raw_upstream(dispatch)
-    return start_guard({"openai": upstream.url}, upstream_overrides={"read_timeout": READ_TIMEOUT})
+    guard = start_guard({"openai": upstream.url}, upstream_overrides={"read_timeout": READ_TIMEOUT})
+    guard.mark_baseline()
+    return guard
 
 
 def endings(ending: str) -> float:
@@ -149,9 +152,14 @@ def test_the_record_says_how_the_answer_ended(
         assert body is None
     record = record_of(http, stand, record_id)
     assert (record["status"], record["ending"], record["proxy_error"]) == (200, ending, None)
-    line = _line(caplog, record_id)
-    assert line is not None
-    assert line["end"] == ending
+    stand.settled()  # the request's task is over: whatever uvicorn had to say, it said
+    [ours] = [r for r in caplog.records if getattr(r, "event", {}).get("record") == record_id]
+    assert ours.event["end"] == ending  # type: ignore[attr-defined]
+    assert ours.event["request_id"]  # type: ignore[attr-defined]
+    # One line per cut answer, the proxy's own, at warning; none of uvicorn's (issue 26.2).
+    assert ours.levelno == (logging.INFO if ending == "complete" else logging.WARNING)
+    assert [r for r in caplog.records if r.getMessage() == UVICORN_INCOMPLETE] == []
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert endings(ending) == before + 1
 
 
@@ -194,3 +202,12 @@ def _line(caplog: pytest.LogCaptureFixture, record_id: str) -> dict[str, object]
         if r.name == "toolcall_guard" and event and event.get("record") == record_id:
             return dict(event)
     return None
+
+
+def test_uvicorns_line_goes_out_for_a_response_not_left_incomplete_on_purpose() -> None:
+    """Only the proxy's own cut answers are quieted: the same line for anything else (a bug
+    somewhere) still reaches the log."""
+    line = logging.LogRecord("uvicorn.error", logging.ERROR, "", 0, UVICORN_INCOMPLETE, (), None)
+    other = logging.LogRecord("uvicorn.error", logging.ERROR, "", 0, "something else", (), None)
+    assert IncompleteOnPurpose().filter(line)
+    assert IncompleteOnPurpose().filter(other)
