@@ -3,9 +3,11 @@
 It starts one strict emulator per configured upstream that has one (openai, deepseek,
 gemini…), each on a free loopback port in this process, and serves the proxy in front of
 them: the config's upstreams keep their model globs and policies, but their ``base_url`` is
-the emulator's and no key is sent (``api_key_env`` cleared), so nothing leaves the machine and
-no provider key is needed. Upstreams without an emulator are left out. Everything else (port,
-repair log, ``[policies.…]``) comes from the config as ``serve`` reads it.
+the emulator's (and their ``anthropic_base_url`` the emulator's Messages endpoint, for
+anthropic, deepseek, kimi, glm and minimax) and no key is sent (``api_key_env`` cleared), so
+nothing leaves the machine and no provider key is needed. Upstreams without an emulator are
+left out. Everything else (port, repair log, ``[policies.…]``) comes from the config as
+``serve`` reads it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, TextIO
 import uvicorn
 
 from proxy.emulator.app import PREFIXES
+from proxy.emulator.messages import MESSAGES_PREFIXES
 from proxy.emulator.validators import PROVIDERS
 from proxy.errors import ConfigError
 from proxy.settings import Settings, load_settings
@@ -59,11 +62,20 @@ def emulated(settings: Settings, config: str | Path | None, urls: dict[str, str]
         fields = upstream.model_dump()
         if name in urls:
             upstreams[name] = fields | {"base_url": urls[name], "api_key_env": None}
+            upstreams[name] |= _messages_url(name, urls[name], fields)
         else:
             upstreams[name] = fields | {"enabled": False}
     default = settings.routing.default
     routing = {"default": default if default in urls else next(iter(urls))}
     return load_settings(config, upstreams=upstreams, routing=routing)
+
+
+def _messages_url(name: str, url: str, fields: dict[str, Any]) -> dict[str, str]:
+    """``anthropic_base_url`` at the emulator's Messages endpoint, for upstreams that have one."""
+    if name not in MESSAGES_PREFIXES or "anthropic_base_url" not in fields:
+        return {}
+    root = url.removesuffix(PREFIXES[name][0])
+    return {"anthropic_base_url": root + MESSAGES_PREFIXES[name][0]}
 
 
 def emulator_urls(names: list[str], stack: ExitStack) -> dict[str, str]:
@@ -87,6 +99,8 @@ def banner(settings: Settings, urls: dict[str, str], out: TextIO) -> None:
         "",
         f"  proxy      {base}/v1     (set OPENAI_BASE_URL to this)",
     ]
+    if any(settings.upstreams[name].model_dump().get("anthropic_base_url") for name in urls):
+        lines.append(f"  proxy      {base}        (set ANTHROPIC_BASE_URL to this: Claude Code)")
     for name, url in urls.items():
         globs = ", ".join(settings.upstreams[name].models) or f"path /{name}/v1/…"
         lines.append(f"  {name:<10} {url}  strict {name} emulator ({globs})")
