@@ -75,6 +75,7 @@ class Guard:
         started = perf_counter()
         encoding = state.content_encoding()
         text = body if encoding is None else inflated(body, encoding, self.server.max_body_bytes)
+        state.body_size = len(text)  # what the record holds is the parsed body, not the wire's
         data = state.data = limits.parse(text, self.server.max_json_depth)
         items = self._items(state, unit, data)
         unit.check_sizes(items, len(body), self.server)

@@ -76,7 +76,9 @@ class Retry:
         state.log.rules = rule_list(state.rule_counts())
         state.attempts.append(Attempt(plan.body))
         self.counters.retries(upstream, plan.rule).inc()
-        return replayed, dumps(plan.body)
+        again = dumps(plan.body)
+        state.body_size += len(again)  # the record holds this attempt's body too
+        return replayed, again
 
     def sent(self, state: RequestState, upstream: str, status: int) -> None:
         """Count a retry the upstream refused again (it is relayed, never retried twice)."""

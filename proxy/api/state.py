@@ -89,7 +89,7 @@ class RequestState:
         self.upstream_header: bytes | None = None
         self.api: str | None = None  # the wire API unit that checked the body, if any
         self.data: Any = None  # the parsed body (units only)
-        self.body_size = 0
+        self.body_size = 0  # bytes of the bodies the record holds, decompressed
         self.stream = False
         self.outcome: Outcome | None = None
         self.policy: Policy | None = None  # the policy the unit's check ran under
@@ -219,5 +219,5 @@ class RequestState:
             ending=self.ending,
             attempts=[a.as_dict() for a in self.attempts] if retried else None,
             id=self.record_id or new_record_id(),
-            size=self.body_size,
+            size=self.body_size + sum(len(a.error or "") for a in self.attempts),
         )
