@@ -27,35 +27,37 @@ _CODES = {"R": _R, "-": _OFF, "X": "reject"}
 #: Default actions of the provider presets (DESIGN §4 and §11), one column per dialect in
 #: DIALECTS order: R = the rule's default repair, - = off, X = reject, else the action's name.
 #: Rules whose detection reads the provider record (what it refuses) are R everywhere: they
-#: find nothing where the record says the provider accepts the history.
+#: find nothing where the record says the provider accepts the history. anthropic, glm and
+#: minimax take OpenAI's column on chat (no chat evidence beyond their records) except
+#: image_outside_user, an OpenAI rule.
 _TABLE = """
-legacy_function_role      R R R R R R R - R R
-developer_role            R R R R R R R R R R
-unknown_role              X X X X X X X X X X
-tool_call_shape           R R R R R R R R R R
-arguments_not_string      R R R R R R R R R R
-arguments_invalid_json    - - R - - - R - R R
-empty_tool_calls          R - - - R - - R R -
-tool_content_shape        R R R R R R R R R R
-content_parts_unsupported R R R R R R R R R R
-content_null              R R R R R R R R R R
-image_outside_user        R - - - - - - - - -
-duplicate_tool_call_id    R R R R R R R R R R
-misplaced_tool_result     R R R R R R R R R R
-duplicate_tool_result     R R R R R R R R R R
-orphan_tool_result        R R R R R R R R R R
-missing_tool_result       R R R R R R R R R R
-too_many_tool_calls       R R R R R R R R R R
-tool_call_id_format       R R R R R R R R R R
-tool_message_name         - - - - - add strip - - -
-missing_reasoning_content R R R R R R R R R R
-thought_signature         R R R R R R R R R R
-function_call_turn_order  - - R - - - - - - -
-consecutive_same_role     - - - - - - - - - -
-user_after_tool           - - - - R - - - R -
-empty_assistant_message   - R R - R - R - - -
-empty_text                - - R - - - - - - -
-unknown_message_field     R R R R R R R R R R
+legacy_function_role      R R R R R R R - R R R R R
+developer_role            R R R R R R R R R R R R R
+unknown_role              X X X X X X X X X X X X X
+tool_call_shape           R R R R R R R R R R R R R
+arguments_not_string      R R R R R R R R R R R R R
+arguments_invalid_json    - - R - - - R - R R - - -
+empty_tool_calls          R - - - R - - R R - R R R
+tool_content_shape        R R R R R R R R R R R R R
+content_parts_unsupported R R R R R R R R R R R R R
+content_null              R R R R R R R R R R R R R
+image_outside_user        R - - - - - - - - - - - -
+duplicate_tool_call_id    R R R R R R R R R R R R R
+misplaced_tool_result     R R R R R R R R R R R R R
+duplicate_tool_result     R R R R R R R R R R R R R
+orphan_tool_result        R R R R R R R R R R R R R
+missing_tool_result       R R R R R R R R R R R R R
+too_many_tool_calls       R R R R R R R R R R R R R
+tool_call_id_format       R R R R R R R R R R R R R
+tool_message_name         - - - - - add strip - - - - - -
+missing_reasoning_content R R R R R R R R R R R R R
+thought_signature         R R R R R R R R R R R R R
+function_call_turn_order  - - R - - - - - - - - - -
+consecutive_same_role     - - - - - - - - - - - - -
+user_after_tool           - - - - R - - - R - - - -
+empty_assistant_message   - R R - R - R - - - - - -
+empty_text                - - R - - - - - - - - - -
+unknown_message_field     R R R R R R R R R R R R R
 """
 PROVIDER_PRESETS: dict[str, dict[str, str]] = {dialect: {} for dialect in DIALECTS}
 for _row in _TABLE.strip().splitlines():
@@ -206,6 +208,13 @@ class Outcome:
     findings: tuple[Finding, ...]
     changed: bool
     rejected: bool
+    #: Top-level request fields a repair replaced besides the items (Messages: ``system``,
+    #: ``thinking``, ``tools``); forwarded with them (:meth:`forwarded`).
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def forwarded(self, body: Mapping[str, Any], items_key: str) -> dict[str, Any]:
+        """The body to forward once repaired: ``body`` with the repaired items and fields."""
+        return {**body, **self.fields, items_key: self.messages}
 
     @property
     def status(self) -> str:
@@ -251,7 +260,7 @@ def apply_policy(
 
 def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
     """Run ``policy``'s rules of wire API ``api`` over ``history`` (any :class:`Items`)."""
-    messages = history.messages
+    messages, request = history.messages, getattr(history, "request", None)
     findings: list[Finding] = []
     rejected = False
     tool_free = history.tool_free
@@ -272,4 +281,14 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
             tool_free = history.tool_free
     if rejected:
         return Outcome(messages, tuple(findings), changed=False, rejected=True)
-    return Outcome(history.messages, tuple(findings), history.messages is not messages, False)
+    fields = _changed_fields(request, getattr(history, "request", None))
+    changed = history.messages is not messages or bool(fields)
+    return Outcome(history.messages, tuple(findings), changed, False, fields)
+
+
+def _changed_fields(before: Any, after: Any) -> dict[str, Any]:
+    """The top-level fields a repair replaced in the request (none: the same mapping)."""
+    if after is before or after is None:
+        return {}
+    old = before or {}
+    return {k: v for k, v in after.items() if k not in old or old[k] is not v}

@@ -21,6 +21,9 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
+from proxy.core.messages import facts as messages_facts
+from proxy.core.messages.facts import MessagesFacts
+
 Fields = Mapping[str, frozenset[str]]
 
 CALLER = frozenset({"caller"})
@@ -79,6 +82,9 @@ class Provider:
     #: Globs of the models that want an assistant turn between tool results and a user or system
     #: message (Mistral's ``Unexpected role 'user' after role 'tool'``; none listed: every model).
     alternation_models: tuple[str, ...] = ()
+    #: What its Anthropic Messages endpoint refuses (``anthropic-messages.md`` §3; none known:
+    #: everything accepted).
+    messages_api: MessagesFacts = messages_facts.LENIENT
 
     def takes(self, role: str, key: str) -> bool:
         """Whether a message of ``role`` may carry ``key`` (a role it does not list: yes)."""
@@ -136,6 +142,7 @@ DEEPSEEK = Provider(
     missing_content=frozenset(),  # D11: the key on every message
     thinking_models=("deepseek-reasoner*", "deepseek-v4*", "!deepseek-reasoner-r1*"),  # D3-D5
     thinking_switch="thinking",
+    messages_api=messages_facts.DEEPSEEK,
 )
 #: Gemini's OpenAI-compatible layer (G1-G19).
 GEMINI = Provider(
@@ -154,6 +161,7 @@ KIMI = Provider(
     # "Kimi k2.5+" (§4 summary row): the thinking models and the later generations
     thinking_models=("kimi-k2-thinking*", "kimi-k2.[5-9]*", "kimi-k[3-9]*"),
     thinking_switch="thinking",
+    messages_api=messages_facts.KIMI,
 )
 #: Mistral La Plateforme: pydantic models with extra="forbid" (B1 422 extra_forbidden).
 MISTRAL = Provider(
@@ -215,9 +223,28 @@ VLLM = Provider(
 #: its converter). Its Mistral path pairs results by id (B1: ``Unexpected tool call id
 #: b87624841 in tool results``, a 9-character id: a pairing error, not a format one).
 OLLAMA = Provider(name="ollama")
+#: Anthropic: the Messages API's reference validator. Its OpenAI-compatible chat layer hoists
+#: system/developer messages (provider-rules.md §4 "Anthropic (OpenAI-compat layer)") and
+#: checks tool ids against ``^[a-zA-Z0-9_-]+$`` (§4, ClawRouter#17: seen on chat too).
+ANTHROPIC = Provider(
+    name="anthropic",
+    roles=BASE_ROLES | {"developer"},
+    id_pattern="[a-zA-Z0-9_-]+",
+    messages_api=messages_facts.ANTHROPIC,
+)
+#: Zhipu GLM: its chat API answers only the generic ``1214`` (provider-rules.md §4, cause not
+#: known), so its chat rules are OpenAI's without a strict schema (nothing more is known).
+GLM = Provider(name="glm", messages_api=messages_facts.GLM)
+#: MiniMax: chat pairing as OpenAI's (provider-rules.md §4 "MiniMax-style", error 2013); no
+#: schema evidence, so unknown keys are left alone.
+MINIMAX = Provider(name="minimax", messages_api=messages_facts.MINIMAX)
 
 PROVIDERS: dict[str, Provider] = {
-    p.name: p for p in (OPENAI, DEEPSEEK, GEMINI, KIMI, MISTRAL, GROQ, XAI, QWEN, VLLM, OLLAMA)
+    p.name: p
+    for p in (
+        *(OPENAI, DEEPSEEK, GEMINI, KIMI, MISTRAL, GROQ, XAI, QWEN, VLLM, OLLAMA),
+        *(ANTHROPIC, GLM, MINIMAX),
+    )
 }
 
 

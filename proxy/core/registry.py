@@ -8,13 +8,18 @@ a rule without saying which API it belongs to.
 from __future__ import annotations
 
 from proxy.core.chat import rules as chat
+from proxy.core.messages import rules as messages
 from proxy.core.responses import rules as responses
 from proxy.core.rule import Rule
 
 #: The rules of each wire API, keyed by the API's name (``Rule.api``).
-PIPELINES: dict[str, tuple[Rule, ...]] = {"chat": chat.PIPELINE, "responses": responses.PIPELINE}
+PIPELINES: dict[str, tuple[Rule, ...]] = {
+    "chat": chat.PIPELINE,
+    "responses": responses.PIPELINE,
+    "messages": messages.PIPELINE,
+}
 #: Preset actions of rules the chat preset table does not list (``repair`` = default repair).
-EXTRA_DEFAULTS: dict[str, str] = dict(responses.DEFAULTS)
+EXTRA_DEFAULTS: dict[str, str] = {**responses.DEFAULTS, **messages.DEFAULTS}
 
 ALL_RULES: dict[str, Rule] = {}
 for _api, _pipeline in PIPELINES.items():

@@ -1,0 +1,1 @@
+"""The Anthropic Messages API history (``messages`` of ``POST /v1/messages``) and its rules."""

@@ -1,0 +1,152 @@
+"""The Anthropic Messages history: the ``messages`` of ``POST /v1/messages``, and its blocks.
+
+Pure: no I/O. Messages stay the plain dicts ``orjson.loads`` produced; a :class:`Messages` is
+an immutable list of them plus, for each, the index it had in the original request, so that
+every finding names a JSON path into what the client sent (``messages[6].content[2]``). The
+request body rides along read-only (``Messages.request``) for rules that read ``model``,
+``thinking``, ``system`` or ``tools``; the repairs that change those return a history whose
+request differs (:meth:`Messages.with_fields`), and the engine reports the changed fields.
+
+The block taxonomy is anthropic-messages.md §1 (the SDK's ``*_param.py`` types).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from proxy.core.history import CopyOnWrite, MalformedHistory
+
+Item = dict[str, Any]
+Block = dict[str, Any]
+
+#: Blocks that mean the history is about tools (``tools_only`` rules look at nothing else).
+TOOL_BLOCKS = frozenset({"tool_use", "tool_result", "server_tool_use"})
+THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def messages_of(body: Any, *, need_max_tokens: bool = True) -> list[Item]:
+    """Return ``body["messages"]`` after the checks that hold whatever the policy (S1/S2).
+
+    The body is an object with a string ``model`` and, unless ``need_max_tokens`` is false
+    (``/v1/messages/count_tokens`` takes none), a positive integer ``max_tokens`` (A:
+    ``max_tokens: Field required``; G answers 500 without it, zai-coding-plugins#15);
+    ``messages`` is a non-empty list of objects with a string ``role`` and a string or list
+    ``content`` whose blocks are objects with a string ``type``; ``tool_use`` and
+    ``tool_result`` blocks carry string ids. Raises :class:`MalformedHistory` naming the place.
+    """
+    if type(body) is not dict:
+        raise MalformedHistory("The request body must be a JSON object.", None)
+    if type(body.get("model")) is not str or not body["model"]:
+        raise MalformedHistory("model: Field required (a non-empty string).", "model")
+    if need_max_tokens:
+        tokens = body.get("max_tokens")
+        if type(tokens) is not int or tokens < 1:
+            raise MalformedHistory("max_tokens: Field required (a positive integer).", "max_tokens")
+    messages = body.get("messages")
+    if type(messages) is not list or not messages:
+        raise MalformedHistory("messages: a non-empty array of messages is required.", "messages")
+    for i, message in enumerate(messages):
+        _check_message(message, i)
+    return messages
+
+
+def _check_message(message: Any, i: int) -> None:
+    where = f"messages[{i}]"
+    if type(message) is not dict:
+        raise MalformedHistory(f"{where} must be an object.", where)
+    if type(message.get("role")) is not str:
+        raise MalformedHistory(f"{where}.role: Field required (a string).", f"{where}.role")
+    content = message.get("content")
+    if type(content) is str:
+        return
+    if type(content) is not list:
+        problem = "Field required" if content is None else "must be a string or a list of blocks"
+        raise MalformedHistory(f"{where}.content: {problem}.", f"{where}.content")
+    for j, block in enumerate(content):
+        _check_block(block, f"{where}.content[{j}]")
+
+
+_ID_KEYS = {"tool_use": "id", "tool_result": "tool_use_id", "server_tool_use": "id"}
+
+
+def _check_block(block: Any, where: str) -> None:
+    if type(block) is not dict:
+        raise MalformedHistory(f"{where} must be an object.", where)
+    kind = block.get("type")
+    if type(kind) is not str:
+        raise MalformedHistory(f"{where}.type: Field required (a string).", f"{where}.type")
+    key = _ID_KEYS.get(kind)
+    if key is not None and type(block.get(key)) is not str:
+        raise MalformedHistory(f"{where}.{key}: Field required (a string).", f"{where}.{key}")
+    if kind == "text" and type(block.get("text")) is not str:
+        raise MalformedHistory(f"{where}.text: Field required (a string).", f"{where}.text")
+
+
+def blocks(message: Item) -> list[Block]:
+    """The message's content blocks (a string content is one text block: ``[]`` here, read
+    the string with :func:`text_of`)."""
+    content = message.get("content")
+    return content if type(content) is list else []
+
+
+def as_blocks(message: Item) -> list[Block]:
+    """The content as a list of blocks, a string becoming one text block (for merging)."""
+    content = message.get("content")
+    if type(content) is str:
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if type(content) is list else []
+
+
+def kinds(message: Item) -> list[str]:
+    """The ``type`` of each content block."""
+    return [b["type"] for b in blocks(message)]
+
+
+def path(index: int | None, where: str = "") -> str:
+    """``messages[3].content[1]``; an inserted message has no index; -1 is the request."""
+    if index == -1:
+        return where.lstrip(".")
+    return f"messages[{'+' if index is None else index}]{where}"
+
+
+class Messages(CopyOnWrite):
+    """Messages ``messages`` as a copy-on-write history
+    (:class:`~proxy.core.history.CopyOnWrite`)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, body: Any) -> Messages:
+        """The messages of the request ``body`` (:func:`messages_of`), the body riding along."""
+        return cls(messages_of(body), request=MappingProxyType(body))
+
+    @property
+    def tool_free(self) -> bool:
+        """Whether no block is a ``tool_use``, ``tool_result`` or ``server_tool_use``."""
+        return self.memo("tool_free", _tool_free)
+
+    @property
+    def roles(self) -> list[Any]:
+        """The role of every message, in order."""
+        return [m.get("role") for m in self.messages]
+
+    def path(self, i: int, where: str = "") -> str:
+        return path(-1 if i == -1 else self.origin(i), where)
+
+    def with_fields(self, changes: Mapping[str, Any]) -> Messages:
+        """The same messages in a request whose top-level ``changes`` are applied (``system``,
+        ``thinking``, ``tools``); the engine forwards them with the messages."""
+        request = MappingProxyType({**self.request, **changes})
+        return type(self)(self.messages, self.origins, request)
+
+    def blocks_at(self) -> Iterator[tuple[int, int, Block]]:
+        """``(i, j, block)`` for every content block of every message."""
+        for i, message in enumerate(self.messages):
+            for j, block in enumerate(blocks(message)):
+                yield i, j, block
+
+
+def _tool_free(history: Messages) -> bool:
+    return not any(b.get("type") in TOOL_BLOCKS for _, _, b in history.blocks_at())
