@@ -41,11 +41,6 @@ MODELS = {
     "glm": ["glm-4.6"],
     "minimax": ["MiniMax-M2"],
 }
-#: The presets whose chat emulator exists (issue 21 adds anthropic, glm and minimax presets
-#: before their chat emulators land; the emulator-backed checks cover each once it does).
-EMULATED = tuple(d for d in DIALECTS if d in PROVIDERS)
-#: Presets still waiting for their chat emulator (issue 21's msg-emu helper builds them).
-UNEMULATED = frozenset({"anthropic", "glm", "minimax"})
 #: Presets whose request may carry DeepSeek's and Kimi's ``thinking`` switch (Gemini refuses
 #: unknown top-level fields, G14).
 THINKING = ("deepseek", "kimi")
@@ -59,8 +54,7 @@ ALNUM = string.ascii_letters + string.digits
 
 
 def test_every_preset_is_emulated() -> None:
-    missing = set(DIALECTS) - set(PROVIDERS)
-    assert missing <= UNEMULATED, "a provider preset without its strict emulator"
+    assert set(DIALECTS) <= set(PROVIDERS), "a provider preset without its strict emulator"
 
 
 @st.composite
@@ -131,7 +125,7 @@ def client_histories(draw: st.DrawFn) -> list[Message]:
     return messages
 
 
-@pytest.mark.parametrize("preset", EMULATED)
+@pytest.mark.parametrize("preset", DIALECTS)
 @SETTINGS
 @given(data=st.data())
 def test_what_the_emulator_accepts_yields_no_finding(preset: str, data: st.DataObject) -> None:
@@ -216,7 +210,7 @@ def test_valid_clients_histories_pass_on_the_strictest_models() -> None:
         },
         {"role": "tool", "tool_call_id": "Ab3p0QnXz", "content": "A", "name": "read_file"},
     ]
-    for preset in EMULATED:
+    for preset in DIALECTS:
         messages = for_dialect(base, "openai")
         if POLICIES[preset].provider.message_fields is not None:  # strict schemas
             messages[1].pop("reasoning_content")
