@@ -9,6 +9,7 @@ ProxyError                  base: .status, .openai_type, .code, .param; rendered
 │   └── AdminUnauthorized   admin token missing or wrong → 401
 ├── AdminTokenRequired      admin endpoint beyond loopback with no token configured → 403
 ├── RecordNotFound          → 404
+├── HeadersTooLarge          the request's head past server.max_header_bytes/max_headers → 431
 ├── RequestTimeout          the request body did not arrive within server.body_timeout → 408
 ├── UnsupportedEncoding     a request body in a Content-Encoding the proxy cannot read → 415
 ├── UnknownUpstream         → 400 unknown_upstream (404 for an unknown path prefix)
@@ -174,6 +175,14 @@ class InternalError(ProxyError):
     status = 502
     openai_type = "server_error"
     code = "proxy_internal_error"
+
+
+class HeadersTooLarge(ProxyError):
+    """431: a request's head (line and headers) past the limits (:mod:`proxy.connection`)."""
+
+    status = 431
+    openai_type = "invalid_request_error"
+    code = "request_headers_too_large"
 
 
 class RequestTimeout(ProxyError):

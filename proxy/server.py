@@ -19,10 +19,11 @@ from fastapi import FastAPI
 
 from proxy.app import create_app
 from proxy.collector import tune_gc
+from proxy.connection import guarded_protocol
 from proxy.errors import ConfigError
 from proxy.logs import configure_logging
 from proxy.repairlog import open_repair_log
-from proxy.settings import Settings, config_path, load_settings
+from proxy.settings import ServerSettings, Settings, config_path, load_settings
 
 EXIT_CONFIG = 2
 #: Open streams get this long to finish on shutdown; then they are cut and the repair log's
@@ -77,17 +78,28 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     request; it is on here only when ``server.forwarded_allow_ips`` names the proxies to trust.
     """
     trusted = settings.server.forwarded_allow_ips.strip()
-    return {
+    return connection_options(settings.server) | {
         "proxy_headers": bool(trusted),
         "forwarded_allow_ips": trusted or None,
         "host": settings.server.host,
         "port": settings.server.port,
         "loop": "uvloop",
-        "http": "httptools",
         "lifespan": "on",
         "log_config": None,
         "access_log": False,  # one JSON line per request comes from proxy.logs instead
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_SECONDS,
+    }
+
+
+def connection_options(server: ServerSettings) -> dict[str, Any]:
+    """uvicorn's options bounding connections before a request reaches the app: the head
+    (:mod:`proxy.connection`), the idle time between requests, the connections served at once.
+    """
+    return {
+        "http": guarded_protocol(server),
+        "timeout_keep_alive": server.keep_alive_timeout,
+        # uvicorn answers 503 once the open connections (the new one counted) reach the limit.
+        "limit_concurrency": server.max_connections + 1,
     }
 
 

@@ -43,6 +43,12 @@ class ServerSettings(_Section):
     max_json_depth: int = Field(64, ge=4, le=1000)
     max_model_length: int = Field(256, ge=1, le=65_536)
     body_timeout: float = Field(30.0, gt=0)
+    #: Bounds on each connection before any request reaches the app (proxy/connection.py).
+    max_header_bytes: int = Field(32 * 1024, ge=1024)
+    max_headers: int = Field(128, ge=8)
+    header_timeout: float = Field(10.0, gt=0)
+    keep_alive_timeout: float = Field(5.0, gt=0)
+    max_connections: int = Field(1000, ge=1)
     admin_token_env: str = "TOOLCALL_GUARD_ADMIN_TOKEN"
     client_keys_env: str = "TOOLCALL_GUARD_CLIENT_KEYS"
     allow_mode_header: bool = False

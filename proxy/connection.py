@@ -1,0 +1,143 @@
+"""Each connection bounded before any request is parsed: header bytes, header count, header time.
+
+uvicorn's httptools protocol keeps whatever a request's head holds (a 256 MiB header value took
+the process from 83 to 552 MiB) and gives a client as long as it likes to send it (an idle
+connection, or one byte every 5 s, stayed open indefinitely). :class:`GuardedHttpToolsProtocol`
+adds, before the app sees anything (so before auth and before any body is read):
+
+- the head of a request (request line and headers) past ``max_header_bytes``, or with more than
+  ``max_headers`` headers, gets ``431`` in the OpenAI error shape and the connection is closed;
+- a connection that has not sent a whole head ``header_timeout`` seconds after it opened, or
+  after the first byte of its next request, is closed (nothing to answer: the request never
+  arrived).
+
+The idle time between requests (``timeout_keep_alive``) and the number of connections served at
+once (``limit_concurrency``, 503 beyond) are uvicorn's own settings (:mod:`proxy.server`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from proxy.errors import HeadersTooLarge, render
+from proxy.settings import ServerSettings
+
+
+@dataclass(frozen=True, slots=True)
+class HeadLimits:
+    """How much and how long a request's head may take (``server.*`` settings)."""
+
+    max_bytes: int
+    max_headers: int
+    timeout: float
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the bounds of the module docstring."""
+
+    def __init__(self, *args: Any, limits: HeadLimits, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+        self.head_bytes = 0  # bytes received since the head began (the parser buffers them)
+        self.head_size = 0  # the head's size as parsed so far (url and headers)
+        self.head_headers = 0
+        self.reading_head = True  # a fresh connection owes its first request's head
+        self.head_timer: asyncio.TimerHandle | None = None
+        self.too_large: str | None = None  # which limit the head went past
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.reading_head:
+            self.head_bytes += len(data)
+        super().data_received(data)
+        if self.reading_head and self.head_bytes > self.limits.max_bytes:
+            self.too_large = f"{self.limits.max_bytes} bytes (server.max_header_bytes)"
+            self._refuse()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.reading_head = True
+        self.head_size = self.head_headers = 0
+        if self.head_timer is None:  # a fresh connection's clock runs from the connection
+            self._arm()
+
+    def on_url(self, url: bytes) -> None:
+        self._grow(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.head_headers += 1
+        if self.head_headers > self.limits.max_headers:
+            self.too_large = f"{self.limits.max_headers} headers (server.max_headers)"
+            raise _HeadTooLarge  # stops the parser; uvicorn then calls send_400_response
+        self._grow(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self.reading_head = False
+        self.head_bytes = 0
+        self._disarm()
+        super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        if self.too_large is not None:
+            self._refuse()
+        else:
+            super().send_400_response(msg)
+
+    def _grow(self, size: int) -> None:
+        # A head that arrived in one read is not caught by counting reads: count what is parsed.
+        self.head_size += size
+        if self.head_size > self.limits.max_bytes:
+            self.too_large = f"{self.limits.max_bytes} bytes (server.max_header_bytes)"
+            raise _HeadTooLarge
+
+    def _arm(self) -> None:
+        self._disarm()
+        self.head_timer = self.loop.call_later(self.limits.timeout, self._head_timed_out)
+
+    def _disarm(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self.head_timer = None
+        if self.reading_head and not self.transport.is_closing():
+            self.transport.close()
+
+    def _refuse(self) -> None:
+        """431 and close: the head went past ``self.too_large``."""
+        self.reading_head = False
+        self._disarm()
+        if self.transport.is_closing():
+            return
+        message = f"The request's head is larger than this proxy accepts: {self.too_large}."
+        status, headers, body = render(HeadersTooLarge(message))
+        head = [b"HTTP/1.1 %d Request Header Fields Too Large" % status]
+        head += [name + b": " + value for name, value in headers]
+        head.append(b"connection: close")
+        self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        self.transport.close()
+
+
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback to stop parsing a head past the limits."""
+
+
+def guarded_protocol(server: ServerSettings) -> partial[GuardedHttpToolsProtocol]:
+    """The protocol factory uvicorn takes as ``http=`` (a partial pickles: ``--workers``)."""
+    limits = HeadLimits(server.max_header_bytes, server.max_headers, server.header_timeout)
+    return partial(GuardedHttpToolsProtocol, limits=limits)
