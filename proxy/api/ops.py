@@ -63,7 +63,9 @@ async def healthz() -> JSONResponse:
 @router.get("/readyz", response_model=Ready, responses=UNREADY, summary="Ready to serve")
 async def readyz(request: Request) -> JSONResponse:
     """The config is loaded and the repair log answers and takes what is queued for it; 503 with
-    the reason otherwise (requests are still proxied: only their records wait)."""
+    the reason otherwise (requests are still proxied: only their records wait). The ping never
+    runs on the log's writer (SQLite: a connection and thread of its own), and a database
+    locked by someone else is reported as such within a moment, not waited on."""
     state = request.app.state
     if getattr(state, "settings", None) is None:
         return _unready("configuration not loaded")

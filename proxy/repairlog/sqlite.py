@@ -45,6 +45,9 @@ INSERT_RULE = "INSERT OR IGNORE INTO record_rules VALUES "
 #: Bound parameters per statement: SQLite's historic minimum limit (SQLITE_MAX_VARIABLE_NUMBER).
 MAX_VARIABLES = 999
 JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded", "attempts"})
+#: How long a readiness ping waits for the database's write lock: a database locked longer is
+#: reported ("database is locked"), not waited on (``/readyz`` itself gives up after 2 s).
+PING_BUSY_TIMEOUT = 0.25
 
 
 def _insert_many(conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, ...]]) -> None:
@@ -128,7 +131,16 @@ class SQLiteRepairLog:
         return await self._on_writer(self._prune_sync, retention_days, max_records)
 
     async def ping(self) -> None:
-        await self._on_writer(self._ping_sync)
+        """Check the log can be written on a short-lived connection, in a thread, of its own.
+
+        Never on the writer's thread: a ping waiting on a locked database there would hold up
+        every batch queued behind it, exactly while the log is struggling. Like the writer, it
+        creates and migrates a database file that is missing from its directory (so readiness
+        recovers without traffic); a directory that is gone stays gone.
+        """
+        if self._writer is None:
+            raise RepairLogUnavailable("the repair log is not open")
+        await asyncio.to_thread(_guarded, None, self._ping_sync)
 
     # -- on the writer thread ------------------------------------------------------------
 
@@ -165,10 +177,16 @@ class SQLiteRepairLog:
             deleted += self._delete_sync("(created_at, id) < (?, ?)", list(oldest_kept))
         return deleted
 
+    # -- on a ping's own thread ----------------------------------------------------------
+
     def _ping_sync(self) -> None:
-        conn = self._write_handle.get()
-        with transaction(conn):
-            conn.execute("SELECT 1 FROM records LIMIT 0")
+        handle = Handle(self.path, writer=True, busy_timeout=PING_BUSY_TIMEOUT)
+        try:
+            conn = handle.get()
+            with transaction(conn):  # takes the write lock: a locked database says so here
+                conn.execute("SELECT 1 FROM records LIMIT 0")
+        finally:
+            handle.drop()
 
     # -- on a reader thread --------------------------------------------------------------
 

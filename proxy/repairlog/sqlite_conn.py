@@ -24,9 +24,10 @@ def _identity(path: Path) -> tuple[int, int] | None:
 class Handle:
     """One thread's connection, re-opened when the file at ``path`` changed under it."""
 
-    def __init__(self, path: Path, *, writer: bool) -> None:
+    def __init__(self, path: Path, *, writer: bool, busy_timeout: float = 5.0) -> None:
         self.path = path
         self.writer = writer
+        self.busy_timeout = busy_timeout  # how long a statement waits on another's lock
         self.conn: sqlite3.Connection | None = None
         self.ident: tuple[int, int] | None = None
 
@@ -38,7 +39,7 @@ class Handle:
         if ident is None and not self.writer:
             raise RepairLogUnavailable(f"{self.path} does not exist")
         conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=5.0
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
         )
         try:
             conn.execute("PRAGMA journal_mode = WAL")

@@ -121,6 +121,34 @@ def test_sqlite_never_writable_drops_and_counts_beyond_the_queue(
     assert "/proc" in reason or "unable to open" in reason
 
 
+def test_a_locked_sqlite_database_makes_the_proxy_unready_at_once_and_loses_nothing(
+    tmp_path: Path, start_guard: Callable[..., Guard], emulator: str, http: httpx.Client
+) -> None:
+    """Another process holds the write lock: ``/readyz`` says so within a moment (its ping has
+    its own connection and gives up on the lock quickly, issue 26 item 3), requests are served
+    as fast as ever, and their records are written once the lock is gone."""
+    path = tmp_path / "r.sqlite3"
+    guard = start_guard({"openai": emulator}, repair_log_settings=settings_for(f"sqlite:///{path}"))
+    assert readiness(http, guard.url)[0] == 200
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        for _ in range(3):
+            started = time.perf_counter()
+            status, reason = readiness(http, guard.url)
+            assert (status, time.perf_counter() - started < 1.0) == (503, True)
+            assert "locked" in reason
+        ids = repaired(http, guard.url, 3)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    writer = guard.app.state.writer
+    eventually(lambda: writer.written == 3, within=15, what="the records written after the lock")
+    eventually(lambda: readiness(http, guard.url)[0] == 200, what="ready again")
+    for record_id in ids:
+        assert http.get(f"{guard.url}/repairs/{record_id}").status_code == 200
+
+
 def test_records_waiting_for_storage_are_bounded_by_their_bytes(
     start_guard: Callable[..., Guard], emulator: str, http: httpx.Client
 ) -> None:
