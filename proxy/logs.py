@@ -180,7 +180,7 @@ class JsonFormatter(logging.Formatter):
             head,
             orjson.dumps(message),
         )
-        return (start + orjson.dumps(event, default=str)[1:]).decode()
+        return _separators_escaped((start + orjson.dumps(event, default=str)[1:]).decode())
 
     def request_line(self, message: str, event: dict[str, Any], level: int = logging.INFO) -> str:
         """The line of a request on the proxy's logger, stamped now."""
@@ -198,7 +198,16 @@ class JsonFormatter(logging.Formatter):
         line.update(event or {})
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
-        return orjson.dumps(line, default=str).decode()
+        return _separators_escaped(orjson.dumps(line, default=str).decode())
+
+
+def _separators_escaped(line: str) -> str:
+    """``line`` with U+0085, U+2028 and U+2029 escaped: valid JSON either way, but readers that
+    split lines on them (JavaScript, Python's ``str.splitlines``, some log shippers) would read
+    a client's value as the start of a forged line. They occur only inside JSON strings."""
+    if line.isascii():
+        return line
+    return line.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 class IncompleteOnPurpose(logging.Filter):
@@ -231,6 +240,7 @@ def _plain(event: dict[str, Any]) -> bool:
 #: C0 and C1 controls and DEL, shown escaped in text lines: a client-chosen path or value with
 #: a line break must not start a forged line.
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROLS.update({c: f"\\u{c:04x}" for c in (0x2028, 0x2029)})
 
 
 class TextFormatter(logging.Formatter):

@@ -14,7 +14,14 @@ import orjson
 import pytest
 
 from proxy.loghandler import FLUSH_SECONDS, LineHandler
-from proxy.logs import LOGGER, JsonFormatter, RequestLog, configure_logging, request_id
+from proxy.logs import (
+    LOGGER,
+    JsonFormatter,
+    RequestLog,
+    TextFormatter,
+    configure_logging,
+    request_id,
+)
 from proxy.settings import ServerSettings
 
 
@@ -250,3 +257,21 @@ def test_new_request_ids_are_distinct_and_sane() -> None:
     assert all(len(i) == 24 and int(i, 16) >= 0 for i in ids)
     assert request_id(b"client-id.1") == "client-id.1"
     assert request_id(b"bad id\n") not in ("bad id\n", "bad id")
+
+
+@pytest.mark.parametrize("separator", ["\x85", "\u2028", "\u2029"])
+def test_no_client_value_splits_a_json_line(lines: io.StringIO, separator: str) -> None:
+    """Python's ``splitlines``, JavaScript and some shippers split on U+0085/U+2028/U+2029:
+    a client's value holding one must not start a forged line (issue 24 item 7)."""
+    forged = separator + '{"level":"error","msg":"forged"}'
+    entry = _entry("/v1/files/a" + forged)
+    entry.model = "gpt" + forged
+    entry.emit()
+    LOGGER.warning("general path", extra={"event": {"model": "m" + forged, "ts": "shadow"}})
+    text = lines.getvalue()
+    assert separator not in text
+    first, second = text.splitlines()
+    assert orjson.loads(first)["model"] == "gpt" + forged
+    assert orjson.loads(second)["model"] == "m" + forged
+    record = logging.LogRecord("toolcall_guard", logging.INFO, "x", 0, "p" + forged, (), None)
+    assert len(TextFormatter().format(record).splitlines()) == 1
