@@ -21,11 +21,17 @@ def encoding_of(headers: RawHeaders) -> bytes | None:
     return None
 
 
+#: gzip members read from one request body (clients send one; each costs a decompressor).
+MAX_MEMBERS = 64
+
+
 def inflated(body: bytes, encoding: bytes, limit: int) -> bytes:
     """A request body sent with ``Content-Encoding: gzip`` or ``deflate``, decompressed.
 
-    413 past ``limit`` bytes decompressed (a small bomb must not take the memory), 400 when the
-    bytes are not what the header says, 415 for any other encoding.
+    Every gzip member is read (what the proxy checks is what the upstream decodes). 413 past
+    ``limit`` bytes decompressed (a small bomb must not take the memory), 400 when the bytes
+    are not what the header says (a truncated stream, bytes after a deflate stream, more than
+    :data:`MAX_MEMBERS` members), 415 for any other encoding.
     """
     name = encoding.strip().lower()
     if name not in (b"gzip", b"x-gzip", b"deflate"):
@@ -33,18 +39,42 @@ def inflated(body: bytes, encoding: bytes, limit: int) -> bytes:
             f"Content-Encoding {name.decode('latin-1')!r} is not supported on requests the proxy "
             "checks; send the body uncompressed, or gzip/deflate."
         )
+    parts: list[bytes] = []
+    size, rest = 0, body
+    while True:  # gzip may hold several members, read one after the other (RFC 1952 §2.2)
+        if len(parts) == MAX_MEMBERS:
+            raise BadRequestBody(f"The request body has more than {MAX_MEMBERS} gzip members.")
+        data, rest = _member(rest, name, limit + 1 - size)
+        size += len(data)
+        if size > limit:
+            raise BadRequestBody(
+                f"The decompressed request body is larger than this proxy accepts ({limit} "
+                "bytes, server.max_body_bytes).",
+                status=413,
+            )
+        parts.append(data)
+        if not rest:
+            return b"".join(parts)
+        if name == b"deflate":
+            raise BadRequestBody("The request body has bytes after its deflate data.")
+
+
+def _member(body: bytes, name: bytes, room: int) -> tuple[bytes, bytes]:
+    """One gzip member (or the zlib stream) of ``body``, at most ``room`` bytes of it
+    decompressed, and the bytes after it.
+
+    An upstream decodes every member, so the proxy checks all of them: bytes after the first
+    member are never forwarded unread."""
     inflater = zlib.decompressobj(wbits=47)  # 47: gzip or zlib, detected from the header
     try:
-        data = inflater.decompress(body, limit + 1)
+        data = inflater.decompress(body, room)
     except zlib.error as exc:
         raise BadRequestBody(f"The request body is not valid {name.decode()} data: {exc}.") from exc
-    if len(data) > limit or inflater.unconsumed_tail:
-        raise BadRequestBody(
-            f"The decompressed request body is larger than this proxy accepts ({limit} bytes, "
-            "server.max_body_bytes).",
-            status=413,
-        )
-    return data
+    if len(data) >= room:  # stopped at ``room``: the caller sees it is over its limit
+        return data, b""
+    if not inflater.eof:
+        raise BadRequestBody(f"The request body's {name.decode()} data ends before its end.")
+    return data, inflater.unused_data
 
 
 def decoded(data: bytes, encoding: bytes | None, limit: int) -> str:
