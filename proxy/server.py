@@ -9,6 +9,7 @@ and ``--host``/``--port`` as ``TOOLCALL_GUARD_SERVER__HOST``/``__PORT``, which e
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
@@ -21,6 +22,7 @@ from proxy.app import create_app
 from proxy.collector import tune_gc
 from proxy.connection import guarded_protocol
 from proxy.errors import ConfigError
+from proxy.exposure import check_open_relay
 from proxy.logs import configure_logging
 from proxy.repairlog import open_repair_log
 from proxy.settings import ServerSettings, Settings, config_path, load_settings
@@ -58,10 +60,13 @@ def serve(
     try:
         settings = load_settings()
         open_repair_log(settings.repair_log.url)  # checks the URL (it opens nothing yet)
+        open_relay = check_open_relay(settings)
     except ConfigError as exc:
         print(f"toolcall-guard: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     configure_logging(settings.server)
+    if open_relay is not None:
+        logging.getLogger("toolcall_guard").warning("starting as an %s", open_relay)
     if workers == 1:
         return _run(create_app(settings), settings, workers=1, factory=False)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -63,6 +63,8 @@ class ServerSettings(_Section):
     allowed_hosts: list[str] = []
     #: Web origins ("https://app.example") whose pages may call the proxy ("*": any).
     allowed_origins: list[str] = []
+    #: Serve beyond loopback with provider keys and no client keys (proxy/exposure.py).
+    allow_open_relay: bool = False
 
     def is_loopback(self) -> bool:
         if self.host == "localhost":
