@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the model the history is for (default: the body's model): rules that hold for "
         "some models only (DeepSeek thinking mode, Gemini 3 signatures) need it",
     )
+    check.add_argument(
+        "--api",
+        help="the wire API the body is for: chat, responses or messages (default: recognised "
+        "by its shape; a bare messages array without chat or Anthropic signs is read as chat)",
+    )
     check.add_argument("--config", help="TOML config file")
     check.add_argument("--fix", action="store_true", help="print the repaired body")
     check.add_argument(

@@ -16,12 +16,10 @@ from typing import Any, TextIO
 
 import orjson
 
-from proxy.core.chat.messages import messages_of
 from proxy.core.history import MalformedHistory
-from proxy.core.policy import PRESETS, Outcome, Policy, apply_policy, build_policy
+from proxy.core.policy import PRESETS, Outcome, Policy, build_policy
 from proxy.core.registry import ALL_RULES as RULES
-from proxy.core.responses.items import items_of
-from proxy.core.responses.sanitize import sanitize_responses
+from proxy.core.wire import WIRES, AmbiguousBody, Wire, sanitize_body, wire_of_body
 from proxy.errors import ConfigError
 from proxy.settings import Settings, load_settings
 
@@ -79,25 +77,28 @@ def _exit_code(outcome: Outcome) -> int:
     return EXIT_FINDINGS if outcome.findings else EXIT_CLEAN
 
 
-def is_responses(body: Any) -> bool:
-    """A Responses API body (``input`` items) rather than a chat completions one."""
-    return type(body) is dict and "input" in body and "messages" not in body
-
-
-def repaired_body(body: dict[str, Any], outcome: Outcome, responses: bool) -> dict[str, Any]:
+def repaired_body(body: dict[str, Any], outcome: Outcome, wire: Wire) -> dict[str, Any]:
     """The body as the proxy would forward it (a string ``input`` is never changed)."""
-    if not outcome.changed:
-        return body
-    return {**body, "input" if responses else "messages": outcome.messages}
+    return wire.replaced(body, outcome.messages) if outcome.changed else body
+
+
+def _wire(body: Any, wanted: str | None, source: str) -> Wire:
+    """The wire API of the body: ``--api`` when given, else recognised by its shape."""
+    if wanted is not None and wanted not in WIRES:
+        raise Unreadable(f"unknown --api {wanted!r}; allowed: {', '.join(WIRES)}")
+    try:
+        return wire_of_body(body, wanted)
+    except AmbiguousBody as exc:
+        raise Unreadable(f"{source}: {exc}") from exc
 
 
 def check(args: argparse.Namespace, out: TextIO) -> int:
     data = _read(args.file)
     bare = type(data) is list
-    body = {"messages": data} if bare else data
-    responses = is_responses(body)
+    wire = _wire({"messages": data} if bare else data, getattr(args, "api", None), args.file)
+    body = {wire.history_key: data} if bare else data
     try:
-        messages = items_of(body) if responses else messages_of(body)
+        wire.history(body)  # the structural check first: its error names the item
     except MalformedHistory as exc:
         raise Unreadable(f"{args.file}: {exc}") from exc
     try:
@@ -106,11 +107,8 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
         raise Unreadable(str(exc)) from exc
     request = {**body, "model": args.model} if getattr(args, "model", None) else body
     upstream, policy = _policy(settings, args.upstream, request)
-    if responses:
-        outcome = sanitize_responses(request, policy)
-    else:
-        outcome = apply_policy(messages, policy, request=request)
-    fixed: Any = outcome.messages if bare else repaired_body(body, outcome, responses)
+    outcome = sanitize_body(wire, request, policy)
+    fixed: Any = outcome.messages if bare else repaired_body(body, outcome, wire)
     if args.format == "json":
         report: dict[str, Any] = {
             "upstream": upstream,

@@ -1,4 +1,8 @@
-"""The proxy's own errors and their one mapping to OpenAI-shaped JSON.
+"""The proxy's own errors and their one mapping to JSON, in the shape the API's clients parse.
+
+OpenAI's ``{"error": {"message", "type", "param", "code"}}`` everywhere, except on the paths of a
+wire API whose row says ``error_shape = "anthropic"`` (``/v1/messages``): there
+``{"type": "error", "error": {"type", "message"}}`` with Anthropic's error types.
 
 ```
 ProxyError                  base: .status, .openai_type, .code, .param; rendered by render()
@@ -13,6 +17,7 @@ ProxyError                  base: .status, .openai_type, .code, .param; rendered
 ├── RequestTimeout          the request body did not arrive within server.body_timeout → 408
 ├── UnsupportedEncoding     a request body in a Content-Encoding the proxy cannot read → 415
 ├── UnknownUpstream         → 400 unknown_upstream (404 for an unknown path prefix)
+├── ApiNotServed            the routed upstream has no base URL for the wire API → 400
 ├── RepairLogDown           the repair log does not answer → 503
 ├── LearningUnavailable     learned field strips not set up in this process → 503
 ├── RouteError              a routing error outside /v1 (unknown path 404, method 405)
@@ -29,9 +34,24 @@ Upstream error *responses* are never wrapped: they pass through as they are.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import orjson
+
+#: The error body a wire API's clients parse (:attr:`proxy.core.wire.Wire.error_shape`).
+Shape = Literal["openai", "anthropic"]
+
+#: Anthropic's error ``type`` per status (platform.claude.com/docs/en/api/errors).
+ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
 
 
 class ProxyError(Exception):
@@ -44,23 +64,36 @@ class ProxyError(Exception):
         self.message = message
         self.param = param
 
-    def payload(self) -> dict[str, Any]:
-        return {
-            "error": {
-                "message": self.message,
-                "type": self.openai_type,
-                "param": self.param,
-                "code": self.code,
+    def extra(self) -> dict[str, Any]:
+        """Fields beyond the message the error carries in either shape (findings)."""
+        return {}
+
+    def payload(self, shape: Shape = "openai") -> dict[str, Any]:
+        if shape == "anthropic":
+            kind = ANTHROPIC_TYPES.get(self.status)
+            if kind is None:
+                kind = "invalid_request_error" if self.status < 500 else "api_error"
+            return {
+                "type": "error",
+                "error": {"type": kind, "message": self.message, **self.extra()},
             }
-        }
+        fields = {"message": self.message, "type": self.openai_type, "param": self.param}
+        return {"error": {**fields, "code": self.code, **self.extra()}}
 
-    def body(self) -> bytes:
-        return orjson.dumps(self.payload())
+    def body(self, shape: Shape = "openai") -> bytes:
+        return orjson.dumps(self.payload(shape))
+
+    def event(self, shape: Shape = "openai") -> bytes:
+        """The error as the last event of an SSE stream (Anthropic names it ``error``)."""
+        head = b"event: error\n" if shape == "anthropic" else b""
+        return head + b"data: " + self.body(shape) + b"\n\n"
 
 
-def render(error: ProxyError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """The one rendering of a proxy error: status, headers and the OpenAI-shaped JSON body."""
-    body = error.body()
+def render(
+    error: ProxyError, shape: Shape = "openai"
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """The one rendering of a proxy error: status, headers and the JSON body in ``shape``."""
+    body = error.body(shape)
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     if isinstance(error, Unauthorized):
         headers.append((b"www-authenticate", b"Bearer"))
@@ -94,10 +127,8 @@ class HistoryRejected(ProxyError):
         super().__init__(message, param=param)
         self.findings = findings
 
-    def payload(self) -> dict[str, Any]:
-        payload = super().payload()
-        payload["error"]["findings"] = self.findings
-        return payload
+    def extra(self) -> dict[str, Any]:
+        return {"findings": self.findings}
 
 
 class InvalidParameter(ProxyError):
@@ -208,6 +239,15 @@ class UnknownUpstream(ProxyError):
     def __init__(self, message: str, *, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ApiNotServed(ProxyError):
+    """400: the routed upstream has no base URL for the request's wire API (an upstream without
+    ``anthropic_base_url`` asked for ``/v1/messages``)."""
+
+    status = 400
+    openai_type = "invalid_request_error"
+    code = "api_not_served"
 
 
 class UpstreamError(ProxyError):

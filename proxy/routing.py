@@ -10,7 +10,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
-from proxy.errors import BadRequestBody, UnknownUpstream
+from proxy.errors import ApiNotServed, BadRequestBody, UnknownUpstream
 from proxy.settings import Settings
 
 #: Distinct models remembered per router; beyond it the cache starts over (clients send few).
@@ -94,6 +94,19 @@ class Router:
                 "/<upstream>/v1/… or the x-toolcall-guard-upstream header."
             )
         return name
+
+    def base_url(self, upstream: str, key: str = "base_url", api: str = "") -> str:
+        """The base URL of ``upstream`` its setting ``key`` names (``anthropic_base_url`` for
+        Messages); 400 in the API's error shape when the upstream has none."""
+        base: str | None = getattr(self._settings.upstreams[upstream], key)
+        if base is None:
+            serving = [n for n, u in self._settings.upstreams.items() if getattr(u, key)]
+            raise ApiNotServed(
+                f"Upstream {upstream!r} does not serve the {api or key} API: it has no {key}. "
+                f"Set upstreams.{upstream}.{key}, or route the request to one that has it "
+                f"(/<upstream>/v1/… or x-toolcall-guard-upstream): {', '.join(serving) or 'none'}."
+            )
+        return base
 
     def _model_upstream(self, model: Any) -> str | None:
         if type(model) is not str:

@@ -89,6 +89,8 @@ class RepairLogSettings(_Section):
 
 class UpstreamSettings(_Section):
     base_url: str
+    #: The upstream's Anthropic-compatible base (ends in /v1): serves POST /v1/messages.
+    anthropic_base_url: str | None = None
     api_key_env: str | None = None
     models: list[str] = []
     policy: str | None = None  # default: the upstream's own name if that is a preset, else openai
@@ -104,6 +106,10 @@ class UpstreamSettings(_Section):
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError("base_url must start with http:// or https://")
         self.base_url = self.base_url.rstrip("/")
+        if self.anthropic_base_url is not None:
+            if not self.anthropic_base_url.startswith(("http://", "https://")):
+                raise ValueError("anthropic_base_url must start with http:// or https://")
+            self.anthropic_base_url = self.anthropic_base_url.rstrip("/")
         return self
 
 

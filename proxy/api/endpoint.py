@@ -1,19 +1,25 @@
 """The proxy endpoint: every ``/v1/…`` and ``/{upstream}/v1/…`` request, as a raw ASGI callable.
 
-A ``POST`` to a wire API unit's path (:mod:`proxy.api.units`: chat completions, Responses) is
-parsed once (orjson), routed, checked under the upstream's policy and then rejected (400 naming
-the item, the rule and the fix), forwarded as the original bytes (clean, warned) or forwarded
-repaired. Every other path is relayed untouched. The answer is relayed chunk by chunk as it
-arrives. When the upstream refuses a unit's request for a catalogued reason before any byte
-reached the client, :mod:`proxy.api.retry` repairs it and sends it once more. No FastAPI
-machinery on this path: no body model, no dependency injection, one state object per request.
+A ``POST`` to a wire API unit's path (:mod:`proxy.api.units`: chat completions, Responses,
+Messages) is parsed once (orjson), routed, checked under the upstream's policy and then
+rejected (400 naming the item, the rule and the fix), forwarded as the original bytes (clean,
+warned) or forwarded repaired. Its sub-paths (``/messages/count_tokens``) are routed the same
+way and relayed unchecked; every other path is relayed untouched to ``base_url``. The answer
+is relayed chunk by chunk as it arrives. When the upstream refuses a unit's request for a
+catalogued reason before any byte reached the client, :mod:`proxy.api.retry` repairs it and
+sends it once more. No FastAPI machinery on this path: no body model, no dependency
+injection, one state object per request.
 
 Choices a client can see:
 
-- Keys: an upstream whose ``api_key_env`` is set gets that key, replacing the client's
-  ``Authorization``; otherwise the client's passes through, except when client keys are
-  configured: then the client's ``Authorization`` holds a key for this proxy, which is never
-  forwarded (the upstream answers 401, which says plainly that its key is missing).
+- Keys: an upstream whose ``api_key_env`` is set gets that key in the header the API's row
+  names (``Authorization: Bearer``; ``x-api-key`` for Messages), replacing the client's
+  ``Authorization`` and ``x-api-key``; otherwise the client's pass through, except when client
+  keys are configured: then the client's ``Authorization`` (or, on Messages, ``x-api-key``)
+  holds a key for this proxy, which is never forwarded (the upstream answers 401, which says
+  plainly that its key is missing).
+- Errors of the proxy's own come in the error shape of the API's clients (the row's
+  ``error_shape``: Anthropic's on ``/v1/messages``).
 - ``x-request-id`` in the answer is the proxy's request id (the client's own when sane); the
   upstream's ``x-request-id`` comes back as ``x-upstream-request-id``.
 - ``x-toolcall-guard-record`` names the record as the answer starts; the record is submitted
@@ -38,7 +44,8 @@ from proxy.api.headers import ClientHeaders, own_headers
 from proxy.api.learned import LearnedStrips
 from proxy.api.retry import Retry
 from proxy.api.state import RequestState
-from proxy.api.units import UNITS, WireApi
+from proxy.api.units import UNITS, WireApi, unit_for
+from proxy.core.wire import CHAT, Wire
 from proxy.errors import ProxyError, Unauthorized
 from proxy.relay.asgi import (
     ClientGone,
@@ -67,15 +74,14 @@ class ProxyEndpoint:
         self.body_timeout = server.body_timeout
         self.log_contents = server.log_contents
         self.error_bytes = settings.repair_log.max_error_body_bytes
-        self.base_urls = {name: u.base_url for name, u in settings.upstreams.items()}
         self.counters = Counters()
         #: Fields upstreams refused, stripped up front (per process; ``/repairs/learned``).
         self.learned = LearnedStrips()
         self.guard = Guard(settings, self.router, self.counters, self.learned)
         self.retry = Retry(settings, self.counters, self.learned)
         # Keys are read from the environment once, at start.
-        self.injected = {
-            name: b"Bearer " + key.encode()
+        self.keys = {
+            name: key
             for name, u in settings.upstreams.items()
             if (key := settings.secret(u.api_key_env))
         }
@@ -91,70 +97,83 @@ class ProxyEndpoint:
         self, scope: Scope, receive: Receive, send: Send, target: tuple[str | None, str]
     ) -> None:
         state = RequestState(scope, receive, send)
-        log = state.log
+        prefix, rest = target
+        unit = unit_for(self.units, rest)
+        wire = CHAT if unit is None else unit.wire
         try:
-            self._authorize(state.auth)  # first: nothing, not even upstream names, before a key
-            prefix, rest = target
+            self._authorize(state, wire)  # first: nothing, not even upstream names, before a key
             upstream = self.router.by_prefix(prefix) if prefix is not None else None
             path = upstream_target(scope, prefix, rest)
             body = await read_body(receive, self.max_body, self.body_timeout)
             state.body_size = len(body)
-            unit = self.units.get(rest) if scope["method"] == "POST" else None
-            if unit is not None:
+            if unit is not None and rest == unit.path and scope["method"] == "POST":
                 upstream, body = self.guard.check(state, unit, upstream, body)
             elif upstream is None:
                 header = state.upstream_name()  # the body is parsed only when it must be
                 model = limits.model_of(body) if header is None else None
                 upstream = self.router.pick(header, model)
-            log.upstream = upstream
-            await self._forward(state, upstream, path, body)
+            state.log.upstream = upstream
+            base = self.router.base_url(upstream, *_base(unit))
+            await self._forward(state, upstream, base + path, body, wire)
         except ProxyError as exc:
-            log.status = exc.status
-            log.error = exc.code
+            state.failed(exc.status, exc.code)
             if not state.started:
-                await send_error(send, exc, self._own_headers(state))
+                await send_error(send, exc, self._own_headers(state), wire.error_shape)
                 state.ended("complete")  # the proxy's own answer, sent whole
         except ClientGone:
-            log.status = 499  # nginx's "client closed request"; nothing was sent
-            state.ended("client_gone")
+            state.gone()  # nothing was sent
         finally:
             self._finish(state)
 
-    def _authorize(self, auth: bytes | None) -> None:
+    def _authorize(self, state: RequestState, wire: Wire) -> None:
+        """401 unless the client sent a client key (when they are configured): as
+        ``Authorization: Bearer``, or in the row's key header (``x-api-key``). The key used is
+        for this proxy: it is never forwarded."""
         if not self.client_keys:
             return
-        scheme, _, token = (auth or b"").partition(b" ")
-        if scheme.lower() != b"bearer" or token.strip() not in self.client_keys:
-            raise Unauthorized(
-                "This proxy needs a client key: send 'Authorization: Bearer <key>' with one of "
-                "the keys configured in the variable named by server.client_keys_env."
-            )
+        scheme, _, token = (state.auth or b"").partition(b" ")
+        if scheme.lower() == b"bearer" and token.strip() in self.client_keys:
+            return
+        if wire.key_header == "x-api-key" and state.api_key in self.client_keys:
+            state.api_key = None  # the proxy's key: not the upstream's
+            return
+        where = "'Authorization: Bearer <key>'"
+        if wire.key_header == "x-api-key":
+            where += " or 'x-api-key: <key>'"
+        raise Unauthorized(
+            f"This proxy needs a client key: send {where} with one of the keys configured in "
+            "the variable named by server.client_keys_env."
+        )
 
-    async def _forward(self, state: RequestState, upstream: str, path: str, body: bytes) -> None:
+    async def _forward(
+        self, state: RequestState, upstream: str, url: str, body: bytes, wire: Wire
+    ) -> None:
         assert self.relay is not None, "ProxyEndpoint used before bind()"
-        url = self.base_urls[upstream] + path
-        headers = self._upstream_headers(state, upstream)
+        headers = self._upstream_headers(state, upstream, wire)
+        key = self._injected(upstream, wire)
         watch = ClientWatch(state.receive)
         response: UpstreamResponse | None = None
         try:
             response = await self._send(state, upstream, url, headers, body)
             if self.retry.may_retry(state, upstream, response.status):
-                key = self.injected.get(upstream)
                 response, again = await self.retry.refused(state, upstream, response, key)
                 if again is not None:  # the refused response is closed: the retry's replaces it
                     response = await self._send(state, upstream, url, headers, again)
                     self.retry.sent(state, upstream, response.status)
-            await self._answer(state, upstream, response)
+            await self._answer(state, upstream, response, wire)
         except asyncio.CancelledError:
             if not watch.absorb():
                 raise
-            state.log.status = state.log.status or 499  # nginx's "client closed request"
-            if state.ending is None:  # not after the whole answer went out (closing upstream)
-                state.ended("client_gone")  # also mid-stream: its 200 never finished
+            state.gone()  # also mid-stream: its 200 never finished
         finally:
             watch.stop()
             if response is not None:  # on every path: a refusal read that failed halfway too
                 await response.aclose()
+
+    def _injected(self, upstream: str, wire: Wire) -> bytes | None:
+        """The value of the key header the proxy sends ``upstream`` for ``wire``, if any."""
+        key = self.keys.get(upstream)
+        return None if key is None else wire.key_value(key)
 
     async def _send(
         self, state: RequestState, upstream: str, url: str, headers: RawHeaders, body: bytes
@@ -171,26 +190,31 @@ class ProxyEndpoint:
             state.attempts[-1].status = response.status
         return response
 
-    async def _answer(self, state: RequestState, upstream: str, response: UpstreamResponse) -> None:
+    async def _answer(
+        self, state: RequestState, upstream: str, response: UpstreamResponse, wire: Wire
+    ) -> None:
         log = state.log
-        status = log.status = response.status
+        status = response.status
+        refused = state.answered(status)
         attempt = state.attempts[-1] if state.attempts else None
-        refused = attempt is not None and state.api is not None and 400 <= status < 500
-        if refused:
-            state.record_id = state.record_id or new_record_id()
         # A refusal the retry already read (and did not retry) is not captured again.
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
         out = ClientHeaders(response.headers, self._own_headers(state), log)
         await start_response(state.scope, state.send, status, out.headers)
         ending, captured = await relay_body(
-            state.send, response, sized=out.sized, sse=out.sse, capture=capture
+            state.send,
+            response,
+            sized=out.sized,
+            sse=out.sse,
+            capture=capture,
+            shape=wire.error_shape,
         )
         state.ended(ending)
         if not refused or attempt is None:
             return
         if captured is not None:
             text = decoded(captured, out.encoding, capture)
-            state.refused(attempt, status, text, self.injected.get(upstream))
+            state.refused(attempt, status, text, self._injected(upstream, wire))
         kind = attempt.error_kind if attempt.known else "unknown"  # unknown: no row matched
         self.counters.upstream_rejected(upstream, state.api or "-", kind or "unknown").inc()
 
@@ -208,21 +232,23 @@ class ProxyEndpoint:
             extra.append((b"x-toolcall-guard-retried", ",".join(retried).encode()))
         return own_headers(state.log, state.record_id, extra)
 
-    def _upstream_headers(self, state: RequestState, upstream: str) -> RawHeaders:
+    def _upstream_headers(self, state: RequestState, upstream: str, wire: Wire) -> RawHeaders:
         headers = state.forward
-        key = self.injected.get(upstream)
-        if key is not None:
-            headers.append((b"authorization", key))
-        elif state.auth is not None and not self.client_keys:
+        key = self._injected(upstream, wire)
+        if key is not None:  # the proxy's key, as the row says; the client's are dropped
+            headers.append((wire.key_header.encode(), key))
+            return headers
+        if state.auth is not None and not self.client_keys:
             # With client keys configured the client's Authorization is a key for this proxy,
             # not for the upstream: it is never forwarded (the upstream then answers 401).
             headers.append((b"authorization", state.auth))
+        if state.api_key is not None:  # not the proxy's key (_authorize took that one out)
+            headers.append((b"x-api-key", state.api_key))
         return headers
 
     def _finish(self, state: RequestState) -> None:
         log = state.log
-        if log.status is None:  # an unexpected error is on its way to the app's one handler
-            log.status, log.error = 502, "proxy_internal_error"
+        state.finished()
         upstream = log.upstream or "-"
         self.counters.request(upstream, state.api or "passthrough", str(log.status)).inc()
         self.counters.ending(upstream, state.ending or "unknown").inc()
@@ -236,3 +262,8 @@ class ProxyEndpoint:
             self.writer.submit(state.record(upstream))
         elif state.record_id is not None and self.writer is not None:
             self.writer.withdraw(state.record_id)
+
+
+def _base(unit: WireApi | None) -> tuple[str, str]:
+    """The upstream setting naming the base URL that serves ``unit`` (and the API's name)."""
+    return ("base_url", "") if unit is None else (unit.base_key, unit.name)

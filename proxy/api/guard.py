@@ -15,14 +15,13 @@ import orjson
 from proxy.api import limits
 from proxy.api.counters import Counters
 from proxy.api.learned import LearnedStrips, client_digests, client_of
-from proxy.api.state import Attempt, RequestState
+from proxy.api.state import RequestState
 from proxy.api.units import WireApi
 from proxy.core.history import MalformedHistory
-from proxy.core.policy import MODES, Outcome, Policy
-from proxy.core.rule import Finding
+from proxy.core.policy import MODES, Outcome, Policy, sanitize
+from proxy.core.rule import Finding, Items
 from proxy.errors import BadRequestBody, HistoryRejected
 from proxy.relay.http import inflated
-from proxy.repairlog.record import new_record_id
 from proxy.routing import Router, check_model
 from proxy.settings import Settings
 
@@ -70,41 +69,31 @@ class Guard:
         self, state: RequestState, unit: WireApi, upstream: str | None, body: bytes
     ) -> tuple[str, bytes]:
         """Parse, route and sanitize; the upstream and the bytes to forward."""
-        log = state.log
-        log.route = state.api = unit.name
         started = perf_counter()
         encoding = state.content_encoding()
         text = body if encoding is None else inflated(body, encoding, self.server.max_body_bytes)
         state.body_size = len(text)  # what the record holds is the parsed body, not the wire's
+        state.checking(unit.name)
         data = state.data = limits.parse(text, self.server.max_json_depth)
-        items = self._items(state, unit, data)
-        unit.check_sizes(items, len(body), self.server)
-        model = data.get("model")
-        check_model(model, self.server.max_model_length)
-        log.model = model if type(model) is str else None
-        state.stream = data.get("stream") is True
-        upstream = upstream or self.router.pick(state.upstream_name(), model)
-        policy = state.policy = self.policy(upstream, state)
-        outcome = state.outcome = unit.sanitize(data, items, policy)
+        history = self._history(state, unit, data)
+        unit.check_sizes(history.messages, len(body), self.server)
+        check_model(data.get("model"), self.server.max_model_length)
+        state.parsed(data)
+        upstream = upstream or self.router.pick(state.upstream_name(), state.log.model)
+        self.router.base_url(upstream, unit.base_key, unit.name)  # 400 before any work
+        policy = self.policy(upstream, state)
+        outcome = sanitize(history, policy, unit.name)
         elapsed = perf_counter() - started
-        log.sanitize_ms = elapsed * 1000
+        state.decided(outcome, policy, elapsed)
         self.counters.sanitize.observe(elapsed)
         self._count(upstream, unit.name, outcome)
-        status = log.outcome = outcome.status
-        if status == "rejected":
-            log.rules = rule_list(outcome.rule_counts())
-            state.record_id = new_record_id()
+        if outcome.rejected:
             raise rejection(outcome)
-        sent = data if status != "repaired" else unit.forwarded(data, outcome.messages)
+        sent = data if not outcome.changed else unit.wire.forwarded(data, outcome)
         sent = self._strip_learned(state, upstream, sent)
-        state.attempts.append(Attempt(sent))
-        if status == "clean" and sent is data:
+        state.sending(sent, changed=sent is not data)
+        if sent is data:  # clean or warned: forwarded as sent
             return upstream, body
-        log.rules = rule_list(state.rule_counts())
-        state.record_id = new_record_id()
-        if sent is data:  # warned: forwarded as sent
-            return upstream, body
-        log.outcome = "repaired"
         if encoding is not None:  # the repaired body goes out as plain JSON
             state.forward = [(k, v) for k, v in state.forward if k != b"content-encoding"]
         repaired = dumps(sent)
@@ -120,26 +109,18 @@ class Guard:
         state.extra_findings.extend(f.as_dict() for f in findings)
         return stripped
 
-    def _items(self, state: RequestState, unit: WireApi, data: Any) -> list[Any]:
-        """The unit's items; a malformed history is rejected and recorded (DESIGN §7)."""
+    def _history(self, state: RequestState, unit: WireApi, data: Any) -> Items:
+        """The unit's history; a malformed one is rejected and recorded (DESIGN §7)."""
         try:
-            return unit.items_of(data)
+            return unit.wire.history(data)
         except MalformedHistory as exc:
-            finding = Finding(MALFORMED, "reject", exc.path or "", str(exc))
-            state.outcome = Outcome([], (finding,), changed=False, rejected=True)
-            state.log.outcome = "rejected"
-            state.record_id = new_record_id()
+            state.malformed(Finding(MALFORMED, "reject", exc.path or "", str(exc)))
             raise BadRequestBody(str(exc), param=exc.path) from exc
 
     def _count(self, upstream: str, api: str, outcome: Outcome) -> None:
         self.counters.outcome(upstream, api, outcome.status).inc()
         for finding in outcome.findings:
             self.counters.finding(upstream, finding.rule, finding.action).inc()
-
-
-def rule_list(counts: dict[str, int]) -> str:
-    """``orphan_tool_result=1,missing_tool_result=2``: the rules header and log field."""
-    return ",".join(f"{rule}={n}" for rule, n in counts.items())
 
 
 def mode_of(state: RequestState) -> str:

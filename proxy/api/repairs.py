@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxy.api.auth import AdminRoute, require_admin
 from proxy.core.registry import ALL_RULES
+from proxy.core.wire import wire_of_record
 from proxy.errors import InvalidParameter, RecordNotFound, RepairLogDown
 from proxy.repairlog import (
     InvalidQuery,
@@ -118,6 +119,8 @@ class Attempt(BaseModel):
 
 
 class RecordDetail(RecordSummary):
+    api: str = Field(description="the wire API (chat, responses, messages)")
+    history_key: str = Field(description="the body's key holding the history")
     upstream_error: str | None
     received: Any
     forwarded: Any
@@ -215,8 +218,10 @@ async def get_repair(
     if record is None:
         raise RecordNotFound(f"No record with id {record_id!r}.", param="record_id")
     record["diff"] = await asyncio.to_thread(
-        record_diff, record["received"], record["forwarded"], record["findings"]
+        record_diff, record["received"], record["forwarded"], record["findings"], record["path"]
     )
+    wire = wire_of_record(record["path"], record["received"])
+    record["api"], record["history_key"] = wire.name, wire.history_key
     return record
 
 

@@ -13,14 +13,13 @@ never for requests in ``observe``, ``off`` or ``strict`` mode, nor to upstreams 
 from __future__ import annotations
 
 from proxy.api.counters import Counters
-from proxy.api.guard import dumps, mode_of, rule_list
+from proxy.api.guard import dumps, mode_of
 from proxy.api.learned import LearnedStrips, body_reporter, client_digests, client_of
 from proxy.api.replay import Replayed, read_head
-from proxy.api.state import Attempt, RequestState
+from proxy.api.state import RequestState
 from proxy.core.retry import plan_retry
 from proxy.relay.base import UpstreamResponse
 from proxy.relay.http import decoded, encoding_of
-from proxy.repairlog.record import new_record_id
 from proxy.settings import Settings
 
 #: Statuses a refused history comes back with (Mistral's schema errors are 422).
@@ -69,12 +68,7 @@ class Retry:
         if plan.learned is not None and self.learned is not None:
             reporter = client_of(state.auth, self.clients) or body_reporter(attempt.forwarded)
             self.learned.learn(upstream, state.log.model, plan.learned, text, reporter=reporter)
-        attempt.retried_rule = plan.rule
-        state.record_id = state.record_id or new_record_id()  # named as the answer starts
-        state.extra_findings.extend(f.as_dict() for f in plan.findings)
-        state.log.outcome = "repaired"  # the answer's headers say what was finally sent
-        state.log.rules = rule_list(state.rule_counts())
-        state.attempts.append(Attempt(plan.body))
+        state.retrying(plan.rule, [f.as_dict() for f in plan.findings], plan.body)
         self.counters.retries(upstream, plan.rule).inc()
         again = dumps(plan.body)
         state.body_size += len(again)  # the record holds this attempt's body too

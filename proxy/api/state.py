@@ -1,8 +1,12 @@
 """One object per proxied request: what the client sent, what the proxy decided, how it ended.
 
-The endpoint fills a :class:`RequestState` as the request goes; when it ends, the log line and,
-when there is something to keep, the repair-log :class:`~proxy.repairlog.record.Record` are both
-derived from it (:meth:`RequestState.record`). Nothing is copied field by field on the way.
+The endpoint fills a :class:`RequestState` as the request goes; what the proxy decided and how
+the request ended are written through its methods only (:meth:`~RequestState.checking`,
+:meth:`~RequestState.decided`, :meth:`~RequestState.sending`, :meth:`~RequestState.retrying`,
+:meth:`~RequestState.answered`, :meth:`~RequestState.failed`, :meth:`~RequestState.gone`), not
+by the guard, the retry and the endpoint each. When it ends, the log line and, when there is
+something to keep, the repair-log :class:`~proxy.repairlog.record.Record` are both derived from
+it (:meth:`RequestState.record`). Nothing is copied field by field on the way.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 
 from proxy.core.policy import Outcome, Policy
+from proxy.core.rule import Finding
 from proxy.logs import RequestLog, request_id
 from proxy.relay.asgi import RESPONSE_STARTED
 from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens
@@ -59,6 +64,7 @@ class RequestState:
 
     __slots__ = (
         "api",
+        "api_key",
         "attempts",
         "auth",
         "body_size",
@@ -84,6 +90,7 @@ class RequestState:
         self.receive = receive
         self.send = send
         self.auth: bytes | None = None
+        self.api_key: bytes | None = None  # the client's x-api-key (Anthropic clients' key)
         self.mode: bytes | None = None
         self.mode_ignored = False  # a mode header the config does not allow
         self.upstream_header: bytes | None = None
@@ -113,6 +120,9 @@ class RequestState:
             if name == b"authorization":
                 self.auth = value
                 continue
+            if name == b"x-api-key":
+                self.api_key = value
+                continue
             if name == b"x-request-id":
                 sent_id = value
             forward.append((name, value))
@@ -140,6 +150,70 @@ class RequestState:
         attempt.error = text = self.scrub(text, key)
         attempt.error_kind, attempt.known = classify_refusal(status, text)
 
+    # --- what the proxy decided and how the request ended: written here only ----------------
+
+    def checking(self, api: str) -> None:
+        """The body goes through wire API ``api``'s check."""
+        self.log.route = self.api = api
+
+    def parsed(self, data: dict[str, Any]) -> None:
+        """The body parsed: a JSON object with a well-formed history."""
+        self.data = data
+        model = data.get("model")
+        self.log.model = model if type(model) is str else None
+        self.stream = data.get("stream") is True
+
+    def malformed(self, finding: Finding) -> None:
+        """The body has no history any policy can work on: rejected (and recorded)."""
+        self.outcome = Outcome([], (finding,), changed=False, rejected=True)
+        self.log.outcome = "rejected"
+        self.record_id = new_record_id()
+
+    def decided(self, outcome: Outcome, policy: Policy, seconds: float) -> None:
+        """The policy's outcome, found in ``seconds``."""
+        self.outcome, self.policy = outcome, policy
+        self.log.sanitize_ms = seconds * 1000
+        self.log.outcome = outcome.status
+        if outcome.rejected:
+            self.log.rules = rule_list(outcome.rule_counts())
+            self.record_id = new_record_id()
+
+    def sending(self, body: Any, changed: bool) -> None:
+        """The first attempt: ``body`` (``changed``: not the bytes the client sent)."""
+        self.attempts.append(Attempt(body))
+        if changed or self.log.outcome != "clean":
+            self.log.rules = rule_list(self.rule_counts())
+            self.record_id = new_record_id()
+        if changed:
+            self.log.outcome = "repaired"
+
+    def retrying(self, rule: str, findings: list[dict[str, str]], body: Any) -> None:
+        """A refusal repaired by ``rule``: ``body`` is sent once more."""
+        self.attempts[-1].retried_rule = rule
+        self.record_id = self.record_id or new_record_id()  # named as the answer starts
+        self.extra_findings.extend(findings)
+        self.log.outcome = "repaired"  # the answer's headers say what was finally sent
+        self.log.rules = rule_list(self.rule_counts())
+        self.attempts.append(Attempt(body))
+
+    def answered(self, status: int) -> bool:
+        """The upstream's answer starts; whether it refuses a unit's request (recorded)."""
+        self.log.status = status
+        refused = bool(self.attempts) and self.api is not None and 400 <= status < 500
+        if refused:
+            self.record_id = self.record_id or new_record_id()
+        return refused
+
+    def failed(self, status: int, code: str | None) -> None:
+        """The proxy answered with its own error."""
+        self.log.status, self.log.error = status, code
+
+    def gone(self) -> None:
+        """The client disconnected: nothing more can reach it."""
+        self.log.status = self.log.status or 499  # nginx's "client closed request"
+        if self.ending is None:  # not after the whole answer went out (closing upstream)
+            self.ended("client_gone")
+
     def upstream_name(self) -> str | None:
         """The upstream the ``x-toolcall-guard-upstream`` header names, if any."""
         value = self.upstream_header
@@ -162,6 +236,8 @@ class RequestState:
     def scrub(self, text: str, injected: bytes | None) -> str:
         """``text`` (an upstream's error) without the keys this request carried upstream."""
         values = [v for k, v in self.forward if k in _KEY_HEADERS]
+        if self.api_key is not None:
+            values.append(self.api_key)
         for auth in (self.auth, injected):
             if auth is not None:
                 values.append(auth.partition(b" ")[2].strip() or auth)
@@ -169,6 +245,11 @@ class RequestState:
             if len(value) >= _MIN_SECRET:
                 text = text.replace(value.decode("latin-1"), "[redacted]")
         return text
+
+    def finished(self) -> None:
+        """The request is over: a status is set whatever happened."""
+        if self.log.status is None:  # an unexpected error is on its way to the app's one handler
+            self.log.status, self.log.error = 502, "proxy_internal_error"
 
     def wants_record(self) -> bool:
         """A record is kept for every repaired, rejected or warned request of a unit, and for
@@ -221,3 +302,8 @@ class RequestState:
             id=self.record_id or new_record_id(),
             size=self.body_size + sum(len(a.error or "") for a in self.attempts),
         )
+
+
+def rule_list(counts: dict[str, int]) -> str:
+    """``orphan_tool_result=1,missing_tool_result=2``: the rules header and log field."""
+    return ",".join(f"{rule}={n}" for rule, n in counts.items())

@@ -1,54 +1,45 @@
 """Wire APIs whose request body carries a history, as units the endpoint dispatches to.
 
-A unit says which path it serves (after ``/v1``), where its item list lives in the body, how
-the list is checked for the structure every request needs (400 otherwise, whatever the policy)
-and how the policy's rules of its API run over it. Everything else under ``/v1/`` is relayed
-untouched. Adding a wire API = its core package (``proxy/core/<api>/``: items and rules) plus
-one :class:`WireApi` row in :data:`UNITS`.
+A unit is the I/O side of a :class:`~proxy.core.wire.Wire` row (the pure side: history key,
+structural check, labels, error shape, key header, body detection): the limits beyond the item
+count, and which base URL of an upstream serves the API (``base_url``, ``anthropic_base_url``).
+A ``POST`` to a unit's path is checked; with :attr:`Wire.subpaths`, its sub-paths
+(``/messages/count_tokens``) are routed and keyed the same way and relayed unchecked. Everything
+else under ``/v1/`` is relayed untouched to ``base_url``. Adding a wire API = its core package
+(``proxy/core/<api>/``: items and rules), its :class:`Wire` row and one :class:`WireApi` row in
+:data:`UNITS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from proxy.api import limits
-from proxy.core.chat.messages import messages_of
-from proxy.core.policy import Outcome, Policy, apply_policy, sanitize
-from proxy.core.responses.items import Items, items_of
+from proxy.core import wire as rows
+from proxy.core.wire import Wire
 from proxy.errors import BadRequestBody
 from proxy.settings import ServerSettings
-
-Sanitize = Callable[[dict[str, Any], list[Any], Policy], Outcome]
 
 
 @dataclass(frozen=True, slots=True)
 class WireApi:
-    """One API whose body carries a history."""
+    """One API whose body carries a history: its row, and what the I/O side adds."""
 
-    name: str  # the rules' ``api``, the ``route`` of log lines and metrics
-    path: str  # what follows ``/v1`` (or ``/{upstream}/v1``)
-    items_key: str  # the body's key holding the history
-    #: The item list after the structural checks (raises ``MalformedHistory``: always a 400).
-    items_of: Callable[[Any], list[Any]]
-    #: The policy's rules of this API over the items (``body`` read-only, for model etc.).
-    sanitize: Sanitize
+    wire: Wire
     #: Limits beyond the item count (413 through ``BadRequestBody``).
     check_sizes: Callable[[list[Any], int, ServerSettings], None]
+    #: The upstream setting holding the base URL that serves this API.
+    base_key: str = "base_url"
 
-    def forwarded(self, body: dict[str, Any], items: list[Any]) -> dict[str, Any]:
-        """The body to forward once its items were repaired."""
-        return {**body, self.items_key: items}
+    @property
+    def name(self) -> str:
+        return self.wire.name
 
-
-def _sanitize_chat(body: dict[str, Any], items: list[Any], policy: Policy) -> Outcome:
-    return apply_policy(items, policy, request=MappingProxyType(body))
-
-
-def _sanitize_responses(body: dict[str, Any], items: list[Any], policy: Policy) -> Outcome:
-    return sanitize(Items(items, request=MappingProxyType(body)), policy, "responses")
+    @property
+    def path(self) -> str:
+        return self.wire.path
 
 
 def count_only(items: list[Any], body_size: int, server: ServerSettings) -> None:
@@ -61,23 +52,20 @@ def count_only(items: list[Any], body_size: int, server: ServerSettings) -> None
         )
 
 
-CHAT = WireApi(
-    name="chat",
-    path="/chat/completions",
-    items_key="messages",
-    items_of=messages_of,
-    sanitize=_sanitize_chat,
-    check_sizes=limits.check_sizes,
-)
-
-RESPONSES = WireApi(
-    name="responses",
-    path="/responses",
-    items_key="input",
-    items_of=items_of,
-    sanitize=_sanitize_responses,
-    check_sizes=count_only,
-)
+CHAT = WireApi(rows.CHAT, limits.check_sizes)
+RESPONSES = WireApi(rows.RESPONSES, count_only)
 
 #: The units by the path they serve.
 UNITS: dict[str, WireApi] = {unit.path: unit for unit in (CHAT, RESPONSES)}
+
+
+def unit_for(units: dict[str, WireApi], rest: str) -> WireApi | None:
+    """The unit serving ``rest`` (the path after ``/v1``): its path, or a sub-path of a unit
+    whose row routes them (``/messages/count_tokens``)."""
+    unit = units.get(rest)
+    if unit is not None:
+        return unit
+    for unit in units.values():
+        if unit.wire.subpaths and rest.startswith(unit.path + "/"):
+            return unit
+    return None

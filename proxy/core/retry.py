@@ -23,23 +23,18 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from types import MappingProxyType
 from typing import Any
 
-from proxy.core.chat.messages import History, messages_of
 from proxy.core.history import MalformedHistory
 from proxy.core.learnable import learnable
 from proxy.core.policy import Policy, Setting, build_policy
 from proxy.core.registry import ALL_RULES
-from proxy.core.responses.items import Items as ResponseItems
-from proxy.core.responses.items import items_of
-from proxy.core.rule import Finding, Hit, Items, Rule
+from proxy.core.rule import Finding, Hit, Rule
 from proxy.core.signatures import PROTECTED, Match, Signature, match
+from proxy.core.wire import WIRES, Wire
 
 #: Statuses a refused history comes back with (Mistral's schema errors are 422; R6 is 404).
 RETRY_STATUSES = frozenset({400, 404, 422})
-#: Where each wire API keeps its history in the body.
-HISTORY_KEY = {"chat": "messages", "responses": "input"}
 #: Responses tools the server executes: a retry could run them twice (repair-on-reject.md C2).
 SERVER_TOOLS = (
     "web_search",
@@ -82,14 +77,15 @@ def plan_retry(
     when the policy has it); of those, the ones set to ``off`` or ``reject`` are never applied.
     The returned body never equals ``body``; planning again on it finds nothing to do.
     """
-    if status not in RETRY_STATUSES or api not in HISTORY_KEY or type(body) is not dict:
+    wire = WIRES.get(api)
+    if status not in RETRY_STATUSES or wire is None or type(body) is not dict:
         return None
     found = None if unsafe_to_repeat(body) else match(status, text, api)
     if found is None or found.rule is None or _refused_by_user(found.rule, policy, pinned):
         return None
     if found.signature.strip:
         return _plan_strip(body, found)
-    return _plan_rule(api, body, found, policy)
+    return _plan_rule(wire, body, found, policy)
 
 
 def unsafe_to_repeat(body: Mapping[str, Any]) -> bool:
@@ -121,12 +117,12 @@ def _refused_by_user(rule: str, policy: Policy, pinned: Collection[str] | None) 
 # --- a rule's repair at the named place ---------------------------------------------------------
 
 
-def _plan_rule(api: str, body: dict[str, Any], found: Match, policy: Policy) -> RetryPlan | None:
+def _plan_rule(wire: Wire, body: dict[str, Any], found: Match, policy: Policy) -> RetryPlan | None:
     rule = ALL_RULES.get(found.rule or "")
-    if rule is None or rule.api != api:
+    if rule is None or rule.api != wire.name:
         return None
     try:
-        history = _history(api, body)
+        history = wire.history(body)
     except MalformedHistory:
         return None
     setting = policy.settings.get(rule.name)
@@ -141,7 +137,7 @@ def _plan_rule(api: str, body: dict[str, Any], found: Match, policy: Policy) -> 
         return None
     chosen = hits
     repaired = rule.repairs[action](history, chosen, params)
-    new = {**body, HISTORY_KEY[api]: repaired.messages}
+    new = wire.replaced(body, repaired.messages)
     if new == body:
         return None
     findings = tuple(
@@ -154,17 +150,6 @@ def _plan_rule(api: str, body: dict[str, Any], found: Match, policy: Policy) -> 
 def _confirmed(hits: list[Hit], index: int | None) -> bool:
     """Whether the rule found something, at the named place when the text names one."""
     return bool(hits) and (index is None or any(h.index == index for h in hits))
-
-
-def _history(api: str, body: dict[str, Any]) -> Items:
-    request = MappingProxyType(body)
-    if api == "responses":
-        return ResponseItems(items_of(body), request=request)
-    make: Any = History  # rules that read the request get it where History carries one
-    try:
-        return make(messages_of(body), request=request)  # type: ignore[no-any-return]
-    except TypeError:
-        return History(messages_of(body))
 
 
 def _action(rule: Rule, setting: Setting | None, signature: Signature) -> str | None:

@@ -11,6 +11,7 @@ from proxy.errors import (
     BadRequestBody,
     ProxyError,
     RequestTimeout,
+    Shape,
     UpstreamError,
     UpstreamTimeout,
     render,
@@ -86,9 +87,11 @@ async def start_response(scope: Scope, send: Send, status: int, headers: RawHead
     await send({"type": "http.response.start", "status": status, "headers": headers})
 
 
-async def send_error(send: Send, error: ProxyError, headers: RawHeaders) -> None:
-    """Answer with the proxy's own error, in the OpenAI error shape."""
-    status, own, body = render(error)
+async def send_error(
+    send: Send, error: ProxyError, headers: RawHeaders, shape: Shape = "openai"
+) -> None:
+    """Answer with the proxy's own error, in the error shape of the request's API."""
+    status, own, body = render(error, shape)
     await send({"type": "http.response.start", "status": status, "headers": [*own, *headers]})
     await send({"type": "http.response.body", "body": body})
 
@@ -138,12 +141,13 @@ async def relay_body(
     sized: bool,
     sse: bool,
     capture: int = 0,
+    shape: Shape = "openai",
 ) -> tuple[Ending, bytes | None]:
     """Relay the upstream body chunk by chunk; return how it ended and the captured prefix.
 
     ``sized``: the response declared a content-length. When the upstream fails mid-body, an
-    unsized (streamed) response ends cleanly (an SSE stream first gets an OpenAI-style
-    ``error`` event when the failure falls between events, so SDKs raise instead of taking a
+    unsized (streamed) response ends cleanly (an SSE stream first gets an ``error`` event in
+    ``shape`` when the failure falls between events, so SDKs raise instead of taking a
     cut stream for a whole one); a sized one is left incomplete and uvicorn closes the
     connection, so the client cannot mistake the truncated body for a whole one. The upstream
     response is closed however it ends (cancelled included).
@@ -164,7 +168,8 @@ async def relay_body(
         if sized:
             LEFT_INCOMPLETE.set(True)
         else:
-            await _end_broken_stream(send, exc, sse=sse, between_events=_between_events(last))
+            between = _between_events(last)
+            await _end_broken_stream(send, exc, sse=sse, between_events=between, shape=shape)
     finally:
         await response.aclose()
     return end, None if captured is None else bytes(captured)
@@ -175,9 +180,8 @@ def _between_events(last: bytes) -> bool:
 
 
 async def _end_broken_stream(
-    send: Send, error: UpstreamError, *, sse: bool, between_events: bool
+    send: Send, error: UpstreamError, *, sse: bool, between_events: bool, shape: Shape
 ) -> None:
     if sse and between_events:
-        event = b"data: " + error.body() + b"\n\n"
-        await send(_body(event))
+        await send(_body(error.event(shape)))
     await send({"type": "http.response.body", "body": b""})

@@ -4,8 +4,8 @@
   :data:`SECRET_KEYS`).
 - ``redacted``: every string becomes ``{"length": n, "sha256": hex}`` except roles, ids, tool
   names, types and the model: what was changed stays visible, what was said does not.
-- ``none``: structure only: the model, the stream flag, and per message its role, ids and tool
-  names.
+- ``none``: structure only: the model, the stream flag, and per item its role, type, ids and
+  tool names (with those of chat's tool calls and of Messages' content blocks).
 
 The upstream's error body is kept in every mode (bounded by ``max_error_body_bytes``): it is
 what the provider said, and it is what explains an ``upstream_rejected`` record.
@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.record import Record
 
 #: Top-level body fields that can carry a credential; never stored.
@@ -29,8 +30,14 @@ TOOL_ROLES = frozenset({"tool", "function"})
 
 
 def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
-    """A copy of ``record`` holding only what ``mode`` keeps."""
-    transform = _MODES[mode]
+    """A copy of ``record`` holding only what ``mode`` keeps (its wire API's row says where the
+    history is and which keys are ids)."""
+    keep = _MODES[mode]
+    wire = wire_of_record(record.path, record.received)
+
+    def transform(body: Any) -> Any:
+        return keep(body, wire)
+
     return dataclasses.replace(
         record,
         received=transform(_without_secrets(record.received)),
@@ -80,88 +87,79 @@ def _without_secrets(body: Any) -> Any:
     return {k: v for k, v in body.items() if k.lower() not in SECRET_KEYS}
 
 
-def _full(body: Any) -> Any:
+def _full(body: Any, wire: Wire) -> Any:
     return body
 
 
-def _redacted(body: Any) -> Any:
+def _redacted(body: Any, wire: Wire) -> Any:
+    kept = KEPT.union(wire.id_keys)
     if not isinstance(body, dict):
-        return _redact(body, None)
+        return _redact(body, None, kept)
     out = {}
     for key, value in body.items():
-        if key == "messages" and isinstance(value, list):
-            out[key] = [_redact_message(m) for m in value]
+        if key == wire.history_key and isinstance(value, list):
+            out[key] = [_redact_message(m, kept) for m in value]
         else:
-            out[key] = _redact(value, key)
+            out[key] = _redact(value, key, kept)
     return out
 
 
-def _redact_message(message: Any) -> Any:
+def _redact_message(message: Any, kept: frozenset[str]) -> Any:
     if not isinstance(message, dict):
-        return _redact(message, None)
+        return _redact(message, None, kept)
     tool_role = message.get("role") in TOOL_ROLES
     return {
         key: value
         if key == "name" and tool_role and isinstance(value, str)
-        else _redact(value, key)
+        else _redact(value, key, kept)
         for key, value in message.items()
     }
 
 
-def _redact(value: Any, key: str | None) -> Any:
+def _redact(value: Any, key: str | None, kept: frozenset[str]) -> Any:
     if isinstance(value, str):
-        return value if key in KEPT else digest(value)
+        return value if key in kept else digest(value)
     if isinstance(value, dict):
         # Inside a dict (tool calls, tools, parts) ``name`` names a function, not a person.
         return {
-            k: v if k == "name" and isinstance(v, str) else _redact(v, k) for k, v in value.items()
+            k: v if k == "name" and isinstance(v, str) else _redact(v, k, kept)
+            for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_redact(item, key) for item in value]
+        return [_redact(item, key, kept) for item in value]
     return value  # numbers, booleans, null
 
 
-def _structure(body: Any) -> Any:
+def _structure(body: Any, wire: Wire) -> Any:
     if not isinstance(body, dict):
         return None
     out = {key: body[key] for key in ("model", "stream") if key in body}
-    if isinstance(body.get("messages"), list):
-        out["messages"] = [_skeleton(m) for m in body["messages"]]
-    if isinstance(body.get("tools"), list):
-        out["tools"] = [_call_skeleton(tool) for tool in body["tools"]]
+    for key in (wire.history_key, "tools"):
+        if isinstance(body.get(key), list):
+            out[key] = [_skeleton(item, wire) for item in body[key]]
     return out
 
 
-def _skeleton(message: Any) -> Any:
-    if not isinstance(message, dict):
+def _skeleton(item: Any, wire: Wire) -> Any:
+    """An item's roles, types, ids and tool names, and those of the nested structures the
+    wire API's row names (chat's tool calls, Messages' content blocks)."""
+    if not isinstance(item, dict):
         return None
-    out = {k: message[k] for k in ("role", "id", "tool_call_id") if isinstance(message.get(k), str)}
-    if message.get("role") in TOOL_ROLES and isinstance(message.get("name"), str):
-        out["name"] = message["name"]
-    if isinstance(message.get("tool_calls"), list):
-        out["tool_calls"] = [_call_skeleton(call) for call in message["tool_calls"]]
-    legacy = message.get("function_call")
-    if isinstance(legacy, dict):
-        out["function_call"] = _name_only(legacy)
+    keys = ("role", "type", *wire.id_keys)
+    out = {k: item[k] for k in keys if isinstance(item.get(k), str)}
+    role = item.get("role")
+    if isinstance(item.get("name"), str) and (role is None or role in TOOL_ROLES):
+        out["name"] = item["name"]  # a tool's name; on user/system/assistant a person's
+    for key in wire.skeleton_keys:
+        value = item.get(key)
+        if isinstance(value, dict):
+            out[key] = _skeleton(value, wire)
+        elif isinstance(value, list):
+            out[key] = [_skeleton(part, wire) for part in value]
     return out
 
 
-def _call_skeleton(call: Any) -> Any:
-    if not isinstance(call, dict):
-        return None
-    out = {k: call[k] for k in ("id", "type") if isinstance(call.get(k), str)}
-    function = call.get("function")
-    if isinstance(function, dict):
-        out["function"] = _name_only(function)
-    return out
-
-
-def _name_only(function: dict[str, Any]) -> dict[str, Any]:
-    name = function.get("name")
-    return {"name": name} if isinstance(name, str) else {}
-
-
-_MODES: dict[str, Callable[[Any], Any]] = {
+_MODES: dict[str, Callable[[Any, Wire], Any]] = {
     "full": _full,
     "redacted": _redacted,
     "none": _structure,

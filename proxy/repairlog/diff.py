@@ -1,56 +1,69 @@
-"""A readable diff of the messages as received and as forwarded.
+"""A readable diff of the history (messages, input items) as received and as forwarded.
 
-Messages are aligned like the sanitizer changes them: identical messages (canonical JSON)
-anchor the alignment; between anchors, messages of the same role pair up as ``changed`` (a
-rewritten message keeps its role) and the rest are ``removed`` (dropped, moved, or turned into
-another role) or ``added`` (synthesized). Each received message also lists the rules whose
-findings point into it. A unified text diff of the pretty-printed arrays comes along for
-reading or pasting.
+The wire API's row (:mod:`proxy.core.wire`) says where the history is and what an item is
+(its role or type). Messages are aligned like the sanitizer changes them: identical messages
+(canonical JSON) anchor the alignment; between anchors, messages of the same role pair up as
+``changed`` (a rewritten message keeps its role) and the rest are ``removed`` (dropped, moved,
+or turned into another role) or ``added`` (synthesized). Each received message also lists the
+rules whose findings point into it. A unified text diff of the pretty-printed arrays comes
+along for reading or pasting.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
+
+from proxy.core.wire import Wire, wire_of_record
 
 #: Above this many lines per side the unified diff is left out (difflib is quadratic at worst).
 MAX_UNIFIED_LINES = 20_000
 #: At most this many changed key paths are listed per message.
 MAX_KEYS = 20
 
-_INDEX = re.compile(r"^(?:messages|input)\[(\d+)\]")
 _MISSING = object()
+Kind = Callable[[Any], str | None]
 
 
 def record_diff(
-    received: Any, forwarded: Any, findings: Sequence[dict[str, Any]] = ()
+    received: Any,
+    forwarded: Any,
+    findings: Sequence[dict[str, Any]] = (),
+    path: str | None = None,
 ) -> dict[str, Any] | None:
-    """``{"messages": [entry…], "unified": str | None}``, or None when nothing was forwarded.
+    """``{"messages": [entry…], "unified": str | None}``, or None when nothing was
+    forwarded. ``path`` is the record's request path: it names the wire API.
 
     An entry: ``{"op": unchanged|changed|removed|added, "received": i | None, "forwarded":
-    j | None, "role", "keys": [changed key paths], "rules": [rules with findings there]}``.
+    j | None, "role" (the row's label of the item), "keys": [changed key paths], "rules":
+    [rules with findings there]}``.
     """
     if forwarded is None:
         return None
-    before, after = _messages(received), _messages(forwarded)
-    rules = _rules_by_index(findings)
-    entries = [_entry(step, before, after, rules) for step in align(before, after)]
+    wire = wire_of_record(path, received)
+    before, after = wire.items(received), wire.items(forwarded)
+    rules = _rules_by_index(wire, findings)
+    steps = align(before, after, wire.kind)
+    entries = [_entry(step, before, after, rules, wire.kind) for step in steps]
     return {"messages": entries, "unified": unified(before, after)}
 
 
-def align(before: list[Any], after: list[Any]) -> Iterator[tuple[str, int | None, int | None]]:
-    """(op, received index, forwarded index) for every message of either side, in order."""
+def align(
+    before: list[Any], after: list[Any], kind: Kind | None = None
+) -> Iterator[tuple[str, int | None, int | None]]:
+    """(op, received index, forwarded index) for every message of either side, in order;
+    ``kind`` labels an item (default: its role, else its type)."""
     a, b = [_canonical(m) for m in before], [_canonical(m) for m in after]
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             yield from (("unchanged", i1 + k, j1 + k) for k in range(i2 - i1))
         else:
-            yield from _pair_by_role(before, after, range(i1, i2), range(j1, j2))
+            pair = _pair_by_kind(before, after, range(i1, i2), range(j1, j2), kind or _role)
+            yield from pair
 
 
 def unified(before: list[Any], after: list[Any]) -> str | None:
@@ -62,11 +75,11 @@ def unified(before: list[Any], after: list[Any]) -> str | None:
     return "\n".join(difflib.unified_diff(a, b, "received", "forwarded", lineterm=""))
 
 
-def _pair_by_role(
-    before: list[Any], after: list[Any], left: range, right: range
+def _pair_by_kind(
+    before: list[Any], after: list[Any], left: range, right: range, kind: Kind
 ) -> Iterator[tuple[str, int | None, int | None]]:
-    roles_a = [_role(before[i]) or "" for i in left]
-    roles_b = [_role(after[j]) or "" for j in right]
+    roles_a = [kind(before[i]) or "" for i in left]
+    roles_b = [kind(after[j]) or "" for j in right]
     matcher = difflib.SequenceMatcher(None, roles_a, roles_b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -81,6 +94,7 @@ def _entry(
     before: list[Any],
     after: list[Any],
     rules: dict[int, list[str]],
+    kind: Kind,
 ) -> dict[str, Any]:
     op, i, j = step
     old = None if i is None else before[i]
@@ -89,7 +103,7 @@ def _entry(
         "op": op,
         "received": i,
         "forwarded": j,
-        "role": _role(old if i is not None else new),
+        "role": kind(old if i is not None else new),
         "keys": changed_paths(old, new)[:MAX_KEYS] if op == "changed" else [],
         "rules": [] if i is None else rules.get(i, []),
     }
@@ -114,15 +128,6 @@ def changed_paths(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [prefix or "."]
 
 
-def _messages(body: Any) -> list[Any]:
-    """The history of a chat (``messages``) or Responses (``input`` items) body."""
-    if isinstance(body, dict):
-        for key in ("messages", "input"):
-            if isinstance(body.get(key), list):
-                return list(body[key])
-    return []
-
-
 def _canonical(message: Any) -> bytes:
     return orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
 
@@ -137,12 +142,12 @@ def _role(message: Any) -> str | None:
     return role if isinstance(role, str) else None
 
 
-def _rules_by_index(findings: Sequence[dict[str, Any]]) -> dict[int, list[str]]:
+def _rules_by_index(wire: Wire, findings: Sequence[dict[str, Any]]) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
     for finding in findings:
-        match = _INDEX.match(str(finding.get("path", "")))
-        if match:
-            rules = out.setdefault(int(match.group(1)), [])
+        index = wire.item_index(str(finding.get("path", "")))
+        if index is not None:
+            rules = out.setdefault(index, [])
             if finding.get("rule") not in rules:
                 rules.append(str(finding.get("rule")))
     return out

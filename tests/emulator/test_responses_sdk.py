@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from proxy.core.policy import build_policy
-from proxy.core.responses.sanitize import sanitize_responses
+from proxy.core.wire import RESPONSES, sanitize_body
 from proxy.emulator import create_emulator_app
 from tests.servers import running
 
@@ -119,7 +119,7 @@ def test_a_broken_codex_history_is_refused_then_accepted_once_sanitized(
         client.responses.create(model="gpt-5-codex", input=items, store=False)
     assert "No tool output found for function call call_patch." in str(refused.value)
     body = {"model": "gpt-5-codex", "input": items, "store": False}
-    outcome = sanitize_responses(body, build_policy("openai"))
+    outcome = sanitize_body(RESPONSES, body, build_policy("openai"))
     assert [f.rule for f in outcome.findings] == ["responses_missing_output"] * 2
     answer = client.responses.create(model="gpt-5-codex", input=outcome.messages, store=False)
     assert answer.status == "completed"

@@ -1,5 +1,5 @@
 """Golden cases: every file in tests/cases/responses/ is a list of cases run through
-sanitize_responses.
+sanitize_body(RESPONSES, …).
 
 A case: {"id", "policy" (a preset name), "overrides" (optional), "request" (the body without
 ``input``), "input" (the items), "findings" ([{"rule", "action", "path"}], in order), "output"
@@ -18,7 +18,7 @@ import pytest
 
 from proxy.core.policy import build_policy
 from proxy.core.responses.rules import RULES
-from proxy.core.responses.sanitize import sanitize_responses
+from proxy.core.wire import RESPONSES, sanitize_body
 from proxy.emulator.responses import validate_responses
 
 CASES_DIR = Path(__file__).parents[2] / "cases" / "responses"
@@ -33,10 +33,10 @@ def test_golden(case: dict[str, Any]) -> None:
     policy = build_policy(case["policy"], overrides=case.get("overrides"))
     body = {**case["request"], "input": case["input"]}
     original = copy.deepcopy(body)
-    outcome = sanitize_responses(body, policy)
+    outcome = sanitize_body(RESPONSES, body, policy)
     got = [{"rule": f.rule, "action": f.action, "path": f.path} for f in outcome.findings]
     assert got == case["findings"]
-    assert body == original, "sanitize_responses mutated its input"
+    assert body == original, "sanitize_body mutated its input"
     if case["output"] is None:
         assert outcome.rejected
         return
@@ -46,7 +46,7 @@ def test_golden(case: dict[str, Any]) -> None:
         assert outcome.messages is body["input"]
         assert not outcome.changed
     fixed = {**body, "input": outcome.messages}
-    again = sanitize_responses(fixed, policy)
+    again = sanitize_body(RESPONSES, fixed, policy)
     assert again.findings == (), "sanitizing twice must find nothing the second time"
     if case["policy"] == "openai":
         assert validate_responses(fixed) is None, validate_responses(fixed)

@@ -1,4 +1,4 @@
-"""The parse at the edge (items_of), the Items history and the sanitize_responses entry point."""
+"""The parse at the edge (items_of), the Items history and the sanitize_body entry point."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from proxy.core.history import MalformedHistory
 from proxy.core.policy import build_policy
 from proxy.core.responses.items import Items, items_of
-from proxy.core.responses.sanitize import sanitize_responses
+from proxy.core.wire import RESPONSES, sanitize_body
 
 OPENAI = build_policy("openai")
 
@@ -34,14 +34,14 @@ def test_structural_errors_are_always_400(body: Any, path: str | None) -> None:
 
 @pytest.mark.parametrize("body", [{"input": "hello"}, {"previous_response_id": "resp_1"}])
 def test_a_string_or_absent_input_has_no_items_and_is_clean(body: dict[str, Any]) -> None:
-    outcome = sanitize_responses({"model": "gpt-5", **body}, build_policy("strict"))
+    outcome = sanitize_body(RESPONSES, {"model": "gpt-5", **body}, build_policy("strict"))
     assert outcome.status == "clean"
     assert outcome.messages == []
 
 
 def test_a_string_input_still_meets_the_request_rules() -> None:
     body = {"model": "gpt-5", "input": "hi", "previous_response_id": "r", "conversation": "c"}
-    outcome = sanitize_responses(body, OPENAI)
+    outcome = sanitize_body(RESPONSES, body, OPENAI)
     assert outcome.rejected
     assert outcome.rejection().path == "conversation"
 
@@ -55,7 +55,7 @@ def test_a_clean_history_comes_back_as_the_same_list() -> None:
             "content": [{"type": "output_text", "text": "hello"}],
         },
     ]
-    outcome = sanitize_responses({"model": "gpt-4.1", "input": items}, OPENAI)
+    outcome = sanitize_body(RESPONSES, {"model": "gpt-4.1", "input": items}, OPENAI)
     assert outcome.messages is items
     assert not outcome.changed
     assert outcome.findings == ()

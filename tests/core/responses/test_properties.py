@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.core.policy import build_policy
-from proxy.core.responses.sanitize import sanitize_responses
+from proxy.core.wire import RESPONSES, sanitize_body
 from proxy.emulator.responses import validate_responses
 
 OPENAI = build_policy("openai")
@@ -174,7 +174,7 @@ def _kept(items: list[Item]) -> list[str]:
 @given(body=valid_bodies())
 def test_valid_histories_pass_untouched(body: dict[str, Any]) -> None:
     assert validate_responses(body) is None, "the generator made an invalid history"
-    outcome = sanitize_responses(body, OPENAI)
+    outcome = sanitize_body(RESPONSES, body, OPENAI)
     assert outcome.findings == ()
     assert outcome.messages is body["input"]
 
@@ -183,15 +183,15 @@ def test_valid_histories_pass_untouched(body: dict[str, Any]) -> None:
 @given(body=broken_bodies())
 def test_broken_histories_come_out_valid(body: dict[str, Any]) -> None:
     snapshot = copy.deepcopy(body)
-    outcome = sanitize_responses(body, OPENAI)
-    assert body == snapshot, "sanitize_responses mutated its input"
+    outcome = sanitize_body(RESPONSES, body, OPENAI)
+    assert body == snapshot, "sanitize_body mutated its input"
     if outcome.rejected:  # what no repair can save is rejected, naming the item
         assert outcome.rejection().path.startswith(("input[", "conversation"))
         return
     fixed = {**body, "input": outcome.messages}
     rejection = validate_responses(fixed)
     assert rejection is None, (rejection.message, outcome.messages)
-    assert sanitize_responses(fixed, OPENAI).findings == ()
+    assert sanitize_body(RESPONSES, fixed, OPENAI).findings == ()
     forwarded = _texts(outcome.messages)
     for text in _kept(body["input"]):
         assert text in forwarded, f"lost: {text!r}"
@@ -203,4 +203,4 @@ def test_broken_histories_come_out_valid(body: dict[str, Any]) -> None:
 @given(body=broken_bodies())
 def test_whatever_the_emulator_refuses_the_sanitizer_names(body: dict[str, Any]) -> None:
     if validate_responses(body) is not None:
-        assert sanitize_responses(body, OPENAI).findings
+        assert sanitize_body(RESPONSES, body, OPENAI).findings

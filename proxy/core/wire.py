@@ -1,0 +1,192 @@
+"""Every wire API as one row: what the rest of the proxy needs to know of it, and nothing else.
+
+A wire API (chat completions, Responses, Anthropic Messages) is a package under ``core/`` (its
+items and rules; the rules registered in :mod:`proxy.core.registry`) plus one :class:`Wire` row
+here. The retry planner, ``toolcall-guard check``, the repair log's capture and diff, the
+viewer's record payload, error rendering and key injection read the row instead of knowing each
+API: the history key and how to read it, how an item is labelled, which error shape the API's
+clients expect, how the provider key is sent, how a saved body is recognised. The I/O side of a
+row (size limits, which base URL of an upstream serves it) is in :mod:`proxy.api.units`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+from proxy.core.chat.messages import History, messages_of
+from proxy.core.policy import Outcome, Policy, sanitize
+from proxy.core.responses.items import Items as ResponseItems
+from proxy.core.rule import Items
+
+ErrorShape = Literal["openai", "anthropic"]
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """One wire API whose request body carries a history."""
+
+    name: str  # the rules' ``api``; the ``route`` of log lines, the ``api`` of metrics
+    path: str  # what follows ``/v1`` (or ``/{upstream}/v1``) in a request it checks
+    history_key: str  # the body's key holding the history
+    #: The rules' view of a body's history after the structural checks every request needs
+    #: (raises :class:`~proxy.core.history.MalformedHistory`: always a 400), body riding along.
+    history: Callable[[Any], Items]
+    #: What an item is, for the diff and the viewer: a role, or an item type.
+    kind: Callable[[Any], str | None]
+    #: Whether a saved body is certainly of this API (``check`` without ``--api``).
+    recognises: Callable[[Any], bool]
+    #: Keys whose string values are ids (kept by every capture mode, not hashed).
+    id_keys: tuple[str, ...] = ("id",)
+    #: Keys of an item whose nested structure (call ids, types, tool names) capture ``none``
+    #: keeps: chat's ``tool_calls``, Messages' content blocks.
+    skeleton_keys: tuple[str, ...] = ()
+    #: The error body its clients parse: OpenAI's ``{"error": {…}}`` or Anthropic's
+    #: ``{"type": "error", "error": {…}}``.
+    error_shape: ErrorShape = "openai"
+    #: The request header carrying the provider's key (``authorization``: ``Bearer <key>``).
+    key_header: str = "authorization"
+    #: Sub-paths (``/messages/count_tokens``) routed and keyed like :attr:`path`, not checked.
+    subpaths: bool = False
+
+    def items(self, body: Any) -> list[Any]:
+        """The history list of a body (``[]`` when it has none), unchecked."""
+        value = body.get(self.history_key) if type(body) is dict else None
+        return value if type(value) is list else []
+
+    def replaced(self, body: dict[str, Any], items: list[Any]) -> dict[str, Any]:
+        """``body`` with its history replaced by ``items``."""
+        return {**body, self.history_key: items}
+
+    def forwarded(self, body: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
+        """The body to forward once ``outcome`` repaired it: its items, and the top-level
+        fields a repair replaced (Messages: ``system``, ``thinking``)."""
+        fields: Mapping[str, Any] = getattr(outcome, "fields", None) or {}
+        return {**body, **fields, self.history_key: outcome.messages}
+
+    def item_index(self, path: str) -> int | None:
+        """The item a finding's path names (``messages[3].content[0]`` → 3), or None."""
+        head = f"{self.history_key}["
+        if not path.startswith(head):
+            return None
+        digits = path[len(head) : path.find("]", len(head))]
+        return int(digits) if digits.isdigit() else None
+
+    def key_value(self, key: str) -> bytes:
+        """The value of :attr:`key_header` carrying the provider key ``key``."""
+        return b"Bearer " + key.encode() if self.key_header == "authorization" else key.encode()
+
+
+def _chat_history(body: Any) -> Items:
+    return History(messages_of(body), request=MappingProxyType(body))
+
+
+def _role(item: Any) -> str | None:
+    role = item.get("role") if type(item) is dict else None
+    return role if type(role) is str else None
+
+
+def _type_or_role(item: Any) -> str | None:
+    """A Responses item's type (``function_call``…); a message item reads as its role."""
+    kind = item.get("type") if type(item) is dict else None
+    if type(kind) is str and kind != "message":
+        return kind
+    return _role(item) or (kind if type(kind) is str else None)
+
+
+#: Chat-only signs: roles and fields no other API's messages carry.
+_CHAT_ROLES = frozenset({"system", "developer", "tool", "function"})
+_CHAT_FIELDS = ("tool_calls", "tool_call_id", "function_call")
+
+
+def _is_chat(body: Any) -> bool:
+    if type(body) is not dict or "system" in body or type(body.get("messages")) is not list:
+        return False
+    return any(
+        type(m) is dict and (m.get("role") in _CHAT_ROLES or any(k in m for k in _CHAT_FIELDS))
+        for m in body["messages"]
+    )
+
+
+def _is_responses(body: Any) -> bool:
+    return type(body) is dict and "input" in body and "messages" not in body
+
+
+CHAT = Wire(
+    name="chat",
+    path="/chat/completions",
+    history_key="messages",
+    history=_chat_history,
+    kind=_role,
+    recognises=_is_chat,
+    id_keys=("id", "tool_call_id"),
+    skeleton_keys=("tool_calls", "function", "function_call"),
+)
+
+RESPONSES = Wire(
+    name="responses",
+    path="/responses",
+    history_key="input",
+    history=ResponseItems.of,
+    kind=_type_or_role,
+    recognises=_is_responses,
+    id_keys=("id", "call_id", "approval_request_id"),
+)
+
+#: Every wire API by name, in the order ``check`` falls back on when no row recognises a body.
+WIRES: dict[str, Wire] = {wire.name: wire for wire in (CHAT, RESPONSES)}
+
+
+def sanitize_body(wire: Wire, body: Any, policy: Policy) -> Outcome:
+    """Check and repair the history of ``body`` under ``policy`` with ``wire``'s rules. Pure.
+
+    Raises :class:`~proxy.core.history.MalformedHistory` for a body no policy can work on.
+    ``Outcome.messages`` are the items to forward (:meth:`Wire.replaced` when ``changed``).
+    """
+    return sanitize(wire.history(body), policy, wire.name)
+
+
+_PATH = re.compile(r"^(?:/[^/]+)?/v1(/.*)$")
+
+
+def wire_for_path(path: str) -> Wire | None:
+    """The row serving a request path (``/v1/messages``, ``/deepseek/v1/chat/completions``,
+    ``/v1/messages/count_tokens`` for a row with :attr:`Wire.subpaths`), or None."""
+    found = _PATH.match(path)
+    rest = found.group(1) if found else path
+    for wire in WIRES.values():
+        if rest == wire.path or (wire.subpaths and rest.startswith(wire.path + "/")):
+            return wire
+    return None
+
+
+def wire_of_record(path: str | None, body: Any) -> Wire:
+    """The row of a recorded request: by the path it came in on, else by the body's history
+    key (a record of an older version, a body saved without its path)."""
+    found = wire_for_path(path) if path else None
+    if found is not None:
+        return found
+    keys: Mapping[str, Any] = body if type(body) is dict else {}
+    return next((w for w in WIRES.values() if w.history_key in keys), CHAT)
+
+
+class AmbiguousBody(ValueError):
+    """A saved body more than one API could have sent (``check`` then needs ``--api``)."""
+
+
+def wire_of_body(body: Any, wanted: str | None = None) -> Wire:
+    """The row of a saved request body: ``wanted`` when given, else the one row that recognises
+    it, else the first row whose history key it has (chat for a bare ``messages``)."""
+    if wanted is not None:
+        return WIRES[wanted]
+    sure = [wire for wire in WIRES.values() if wire.recognises(body)]
+    if len(sure) > 1:
+        names = ", ".join(wire.name for wire in sure)
+        raise AmbiguousBody(f"the body could be any of {names}; name one with --api")
+    if sure:
+        return sure[0]
+    keys: Mapping[str, Any] = body if type(body) is dict else {}
+    return next((w for w in WIRES.values() if w.history_key in keys), CHAT)
