@@ -35,6 +35,7 @@ function attemptBlock(record, attempts, i) {
       findings: i === 0 ? record.findings : [],
       prefix: i === 0 ? "" : `a${i + 1}-`,
       note,
+      key: record.history_key,
     }));
 }
 

@@ -13,16 +13,18 @@ const FOLD_AT = 3; // runs of this many untouched items collapse into one line
 // The record's history section.
 export function compare(record) {
   return comparison({ title: null, before: record.received, after: record.forwarded,
-    findings: record.findings, rejected: record.outcome === "rejected" });
+    findings: record.findings, rejected: record.outcome === "rejected",
+    key: record.history_key });
 }
 
-// {title, heading, sides, before, after, findings, rejected, prefix, note}: `sides` names the
+// {title, heading, sides, before, after, findings, rejected, prefix, note, key}: `key` is the
+// record's history_key (from the wire API's row); `sides` names the
 // two columns; `prefix` keeps row ids unique when a page shows several comparisons; `note` (a
 // finding-like tag) labels changed rows no finding explains (the rule a retry applied).
 export function comparison(opts) {
   const { before, after } = opts;
-  const received = historyOf(before);
-  const forwarded = after == null ? null : historyOf(after);
+  const received = historyOf(before, opts.key);
+  const forwarded = after == null ? null : historyOf(after, opts.key);
   const noun = (received?.key ?? historyKey(before)) === "input" ? "items" : "messages";
   const section = h("section", { className: "compare" },
     h(opts.heading || "h2", {}, opts.title ?? (noun === "items" ? "Input items" : "Messages")));

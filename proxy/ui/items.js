@@ -1,15 +1,20 @@
 // What the viewer knows of a request's history, whichever wire API carried it: chat completions
 // keep it in `messages` (each with a `role`), the Responses API in `input` (items with a `type`:
-// message, function_call, function_call_output, reasoning, …; a message may omit its type).
-// Everything here reads untrusted values defensively: a record holds what a client sent.
+// message, function_call, function_call_output, reasoning, …; a message may omit its type),
+// Anthropic Messages in `messages` whose content is a list of blocks (text, tool_use,
+// tool_result, thinking, server tools). The record says which key (`history_key`, from the wire
+// API's row); without it the key is guessed. Everything here reads untrusted values
+// defensively: a record holds what a client sent.
 
 const KEYS = ["messages", "input"];
 
 // -> {key, items} for the body's history, or null when it has none (not captured, a string
-// Responses `input`, which is always clean).
-export function historyOf(body) {
+// Responses `input`, which is always clean). `known`: the record's history_key, if any.
+export function historyOf(body, known) {
   if (!body || typeof body !== "object") return null;
-  for (const key of KEYS) if (Array.isArray(body[key])) return { key, items: body[key] };
+  for (const key of known ? [known] : KEYS) {
+    if (Array.isArray(body[key])) return { key, items: body[key] };
+  }
   return null;
 }
 
@@ -51,11 +56,34 @@ export function callIds(item) {
   for (const call of Array.isArray(item.tool_calls) ? item.tool_calls : []) {
     if (call && typeof call.id === "string") ids.add(call.id);
   }
+  for (const block of blocksOf(item)) {  // Messages: tool_use ids, tool_result's tool_use_id
+    if (typeof block.tool_use_id === "string") ids.add(block.tool_use_id);
+    else if (USES.has(block.type) && typeof block.id === "string") ids.add(block.id);
+  }
   return ids;
 }
 
+// Content block types only Anthropic Messages has: an item carrying one is labelled with its
+// blocks' types ("#3 user [tool_result, text]").
+const USES = new Set(["tool_use", "server_tool_use"]);
+const ANTHROPIC = new Set([...USES, "tool_result", "thinking", "redacted_thinking"]);
+const isAnthropic = (type) => ANTHROPIC.has(type) || /_tool_result$/.test(type);
+
+function blocksOf(item) {
+  return Array.isArray(item.content) ? item.content.filter(isObject) : [];
+}
+
+function partText(p) {
+  if (!isObject(p)) return "";
+  if (typeof p.text === "string") return p.text;
+  if (typeof p.thinking === "string") return p.thinking;
+  if (p.type !== "tool_result") return "";
+  if (typeof p.content === "string") return p.content;
+  return Array.isArray(p.content) ? partsText(p.content) : "";
+}
+
 function partsText(parts) {
-  return parts.map((p) => (p && typeof p.text === "string" ? p.text : "")).join("");
+  return parts.map(partText).join("");
 }
 
 // The text an item carries: a message's content (string or parts), a call output's `output`,
@@ -76,14 +104,19 @@ export function callNames(item) {
   if (Array.isArray(item.tool_calls)) {
     return item.tool_calls.map((c) => String(c?.function?.name ?? "")).join("\n");
   }
+  const uses = blocksOf(item).filter((b) => USES.has(b.type));
+  if (uses.length) return uses.map((b) => str(b.name)).join("\n");
   return str(item.name);
 }
 
-// "#3 tool · call_b2", "#7 function_call · call_x", "#0 user".
+// "#3 tool · call_b2", "#7 function_call · call_x", "#0 user",
+// "#4 user [tool_result, text] · toolu_1" (a Messages item with its blocks).
 export function itemLabel(item, index) {
   const ids = [...callIds(item)];
   const id = kindOf(item) === "assistant" || !ids.length ? "" : ` · ${ids.join(", ")}`;
-  return `#${index} ${kindOf(item)}${id}`;
+  const types = isObject(item) ? blocksOf(item).map((b) => str(b.type)) : [];
+  const blocks = types.some(isAnthropic) ? ` [${types.join(", ")}]` : "";
+  return `#${index} ${kindOf(item)}${blocks}${id}`;
 }
 
 // One line saying what the item is about.

@@ -87,7 +87,8 @@ function shellWord(word) {
 }
 
 function reproduce(record) {
-  const command = `toolcall-guard check history.json --upstream ${shellWord(record.upstream)} --fix`;
+  const api = record.api ? ` --api ${shellWord(record.api)}` : "";
+  const command = `toolcall-guard check history.json${api} --upstream ${shellWord(record.upstream)} --fix`;
   const json = (body) => `${JSON.stringify(body, null, 2)}\n`;
   const forwarded = copyButton("Copy forwarded body", () => json(record.forwarded));
   forwarded.disabled = record.forwarded == null;

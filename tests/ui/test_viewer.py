@@ -277,7 +277,7 @@ def test_copy_buttons_give_the_forwarded_body_and_the_command(
     expect(page.get_by_role("button", name="Copied")).to_be_visible()
     assert json.loads(page.evaluate("navigator.clipboard.readText()")) == seeded.orphan.forwarded
     page.get_by_role("button", name="Copy command").click()
-    command = "toolcall-guard check history.json --upstream openai --fix"
+    command = "toolcall-guard check history.json --api chat --upstream openai --fix"
     assert page.evaluate("navigator.clipboard.readText()") == command
     expect(page.locator("pre.command")).to_have_text(command)
 
