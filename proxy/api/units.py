@@ -54,9 +54,10 @@ def count_only(items: list[Any], body_size: int, server: ServerSettings) -> None
 
 CHAT = WireApi(rows.CHAT, limits.check_sizes)
 RESPONSES = WireApi(rows.RESPONSES, count_only)
+MESSAGES = WireApi(rows.MESSAGES, count_only, base_key="anthropic_base_url")
 
 #: The units by the path they serve.
-UNITS: dict[str, WireApi] = {unit.path: unit for unit in (CHAT, RESPONSES)}
+UNITS: dict[str, WireApi] = {unit.path: unit for unit in (CHAT, RESPONSES, MESSAGES)}
 
 
 def unit_for(units: dict[str, WireApi], rest: str) -> WireApi | None:

@@ -137,7 +137,7 @@ def _plan_rule(wire: Wire, body: dict[str, Any], found: Match, policy: Policy) -
         return None
     chosen = hits
     repaired = rule.repairs[action](history, chosen, params)
-    new = wire.replaced(body, repaired.messages)
+    new = wire.rebuilt(body, repaired)
     if new == body:
         return None
     findings = tuple(

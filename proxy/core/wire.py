@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from proxy.core.chat.messages import History, messages_of
+from proxy.core.messages.items import Messages
 from proxy.core.policy import Outcome, Policy, sanitize
 from proxy.core.responses.items import Items as ResponseItems
 from proxy.core.rule import Items
@@ -64,8 +65,14 @@ class Wire:
     def forwarded(self, body: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
         """The body to forward once ``outcome`` repaired it: its items, and the top-level
         fields a repair replaced (Messages: ``system``, ``thinking``)."""
-        fields: Mapping[str, Any] = getattr(outcome, "fields", None) or {}
-        return {**body, **fields, self.history_key: outcome.messages}
+        return outcome.forwarded(body, self.history_key)
+
+    def rebuilt(self, body: dict[str, Any], history: Items) -> dict[str, Any]:
+        """``body`` as a repaired ``history`` (the retry's) says: its items, and the top-level
+        fields its request replaced."""
+        request: Mapping[str, Any] = getattr(history, "request", None) or {}
+        fields = {k: v for k, v in request.items() if k not in body or body[k] is not v}
+        return {**body, **fields, self.history_key: history.messages}
 
     def item_index(self, path: str) -> int | None:
         """The item a finding's path names (``messages[3].content[0]`` → 3), or None."""
@@ -115,6 +122,26 @@ def _is_responses(body: Any) -> bool:
     return type(body) is dict and "input" in body and "messages" not in body
 
 
+#: Content blocks only Anthropic Messages has (anthropic-messages.md §1).
+_ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document"}
+)
+
+
+def _is_messages(body: Any) -> bool:
+    """A top-level ``system`` (chat keeps it in a message), or an Anthropic-only block."""
+    if type(body) is not dict or type(body.get("messages")) is not list:
+        return False
+    if "system" in body:
+        return True
+    return any(
+        type(block) is dict and block.get("type") in _ANTHROPIC_BLOCKS
+        for message in body["messages"]
+        if type(message) is dict and type(message.get("content")) is list
+        for block in message["content"]
+    )
+
+
 CHAT = Wire(
     name="chat",
     path="/chat/completions",
@@ -136,8 +163,22 @@ RESPONSES = Wire(
     id_keys=("id", "call_id", "approval_request_id"),
 )
 
+MESSAGES = Wire(
+    name="messages",
+    path="/messages",
+    history_key="messages",
+    history=Messages.of,
+    kind=_role,
+    recognises=_is_messages,
+    error_shape="anthropic",
+    key_header="x-api-key",
+    subpaths=True,
+    id_keys=("id", "tool_use_id"),
+    skeleton_keys=("content",),
+)
+
 #: Every wire API by name, in the order ``check`` falls back on when no row recognises a body.
-WIRES: dict[str, Wire] = {wire.name: wire for wire in (CHAT, RESPONSES)}
+WIRES: dict[str, Wire] = {wire.name: wire for wire in (CHAT, RESPONSES, MESSAGES)}
 
 
 def sanitize_body(wire: Wire, body: Any, policy: Policy) -> Outcome:
