@@ -5,7 +5,7 @@ matrix of anthropic-messages.md §3).
   M27/M7/M15/M11/M12/M18 and M13, pairing M5 (whole request)/M1/M3/M2/M4, M10, M16, then the
   final turn (M28, M19, M20, M14) or the open tool loop (M17).
 - DeepSeek: serde shape (M22, M24, M26, M31); no merge (M6); M29; M21 (thinking on unless
-  disabled; ``deepseek-chat`` is its non-thinking model), in its OpenAI shape; pairing in
+  disabled, every model), in its OpenAI shape; pairing in
   Anthropic's texts (M5 per message).
 - Kimi: M32, M30, M23, M21 (its own text), pairing in Anthropic's texts (R: inferred).
 - GLM: pairing (duplicate results accepted, V) as the generic ``1214``.
@@ -92,11 +92,9 @@ def _anthropic(body: dict[str, Any]) -> Rejection | None:
 
 
 def deepseek_thinks(body: dict[str, Any]) -> bool:
-    """DeepSeek thinks by default (§1); ``deepseek-chat`` is its non-thinking model."""
-    switch = thinking_type(body)
-    if switch in ("enabled", "disabled"):
-        return switch == "enabled"
-    return body.get("model") != "deepseek-chat"
+    """DeepSeek thinks by default, whatever the model (§1, create-message docs), unless
+    ``thinking.type`` is ``disabled``."""
+    return thinking_type(body) != "disabled"
 
 
 def _deepseek(body: dict[str, Any]) -> Rejection | None:

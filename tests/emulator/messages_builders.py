@@ -56,7 +56,11 @@ def thinking(value: str = "Let me read it.", signature: str = SIGNATURE) -> Bloc
 
 
 def request(*messages: Msg, provider: str = "anthropic", **extra: Any) -> dict[str, Any]:
-    return {"model": MODELS[provider], "max_tokens": 1024, "messages": list(messages), **extra}
+    """A request; DeepSeek's with thinking disabled unless told (it thinks by default, M21)."""
+    body = {"model": MODELS[provider], "max_tokens": 1024, "messages": list(messages)}
+    if provider == "deepseek":
+        body["thinking"] = {"type": "disabled"}
+    return body | extra
 
 
 def anthropic_error(message: str, type_: str = "invalid_request_error") -> dict[str, Any]:

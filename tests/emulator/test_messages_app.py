@@ -96,7 +96,7 @@ def test_thinking_answers_are_signed_and_replay() -> None:
 
 
 def test_deepseek_thinks_with_an_empty_signature() -> None:
-    message = post("deepseek", request(user(), provider="deepseek", model="deepseek-reasoner"))
+    message = post("deepseek", request(user(), provider="deepseek", thinking=None))
     assert message.json()["content"][0] == {
         "type": "thinking", "thinking": "Emulated reasoning: the request is valid.",
         "signature": ""}  # fmt: skip

@@ -115,6 +115,8 @@ BROKEN: list[tuple[str, str, dict[str, Any], int, str, str]] = [
      M1.format(i=1, ids="b")),
     ("DS-M21", "deepseek", request(*LOOP, provider="deepseek", thinking={"type": "enabled"}), 400,
      "M21", "The `content[].thinking` in the thinking mode must be passed back to the API."),
+    ("DS-M21-by-default", "deepseek", {**request(*LOOP, provider="deepseek"), "thinking": None},
+     400, "M21", "The `content[].thinking` in the thinking mode must be passed back to the API."),
     ("DS-M22", "deepseek", request(user(), assistant({"type": "redacted_thinking", "data": "x"},
                                                      text("ok")), user(), provider="deepseek"),
      400, "M22", "Failed to deserialize the JSON body into the target type: messages[1]."
@@ -128,7 +130,7 @@ BROKEN: list[tuple[str, str, dict[str, Any], int, str, str]] = [
     ("DS-M31", "deepseek", request(user(), provider="deepseek", tools=[{**READ, "type": "custom"}]),
      400, "M31", "Failed to deserialize the JSON body into the target type: tools[0]: unknown "
      "variant `custom`, expected `web_search_20250305` or `web_search_20260209` at line 1 "
-     "column 267"),
+     "column 298"),
     ("K-M1", "kimi", request(*LOOP[:2], user("go on"), provider="kimi"), 400, "M1",
      M1.format(i=1, ids="toolu_01A")),
     ("K-M21", "kimi", {**request(*LOOP, provider="kimi"), "model": "kimi-k2.5"}, 400, "M21",
@@ -240,6 +242,10 @@ VALID: list[tuple[str, str, dict[str, Any]]] = [
     ("DS-empty-signature", "deepseek", request(user(), assistant(thinking(signature=""), use()),
                                                users(result()), provider="deepseek",
                                                thinking={"type": "enabled"})),
+    ("DS-thinking-by-default", "deepseek", {"model": "deepseek-chat", "max_tokens": 1024,
+                                            "messages": [user(), assistant(thinking(signature=""),
+                                                                           use()),
+                                                         users(result())]}),
     ("DS-duplicate-ids-across-turns", "deepseek", request(*LOOP, assistant(use()),
                                                           users(result()), provider="deepseek")),
     ("K-system-message", "kimi", request(user(), {"role": "system", "content": "x"},
