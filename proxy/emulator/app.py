@@ -68,7 +68,7 @@ MODELS = {
     "qwen": ("qwen-plus", "qwen3-coder-plus", "qwq-plus"),
     "vllm": ("Qwen/Qwen3-8B", "mistralai/Devstral-Small-2507", "google/gemma-3-27b-it"),
     "ollama": ("llama3.2", "mistral-small3.2", "qwen3:8b"),
-    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-8", "claude-haiku-4-5"),
+    "anthropic": ("claude-sonnet-4-6", "claude-opus-4-8", "claude-haiku-4-5"),
     "glm": ("glm-4.6", "glm-5"),
     "minimax": ("MiniMax-M2", "MiniMax-M2.7"),
 }

@@ -37,7 +37,7 @@ DEFAULT_MODELS = {"openai": "gpt-4o", "deepseek": "deepseek-chat", "gemini": "ge
 DEFAULT_MODELS |= {"kimi": "kimi-k2-0905-preview", "mistral": "mistral-large-latest"}
 DEFAULT_MODELS |= {"groq": "llama-3.3-70b-versatile", "xai": "grok-4", "qwen": "qwen-plus"}
 DEFAULT_MODELS |= {"vllm": "Qwen/Qwen3-8B", "ollama": "llama3.2"}
-DEFAULT_MODELS |= {"anthropic": "claude-sonnet-4-5", "glm": "glm-4.6", "minimax": "MiniMax-M2"}
+DEFAULT_MODELS |= {"anthropic": "claude-sonnet-4-6", "glm": "glm-4.6", "minimax": "MiniMax-M2"}
 _REASONING = "Emulated reasoning: the request is valid."
 
 

@@ -42,7 +42,7 @@ MESSAGES_PREFIXES = {
     "minimax": ("/anthropic/v1", "/v1"),
 }
 #: Anthropic's ``GET /v1/models`` list (its own shape).
-ANTHROPIC_MODELS = ("claude-sonnet-4-5", "claude-opus-4-8", "claude-haiku-4-5")
+ANTHROPIC_MODELS = ("claude-sonnet-4-6", "claude-opus-4-8", "claude-haiku-4-5")
 _CREATED_AT = "2025-01-01T00:00:00Z"
 
 

@@ -68,7 +68,7 @@ class Exchange:
     chunks: list[bytes] = field(default_factory=list)
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    answer: bytes = b""  # the start of the response body, for failure messages
+    answer: bytes = b""  # the response body (its first MiB): relayed answers are compared
     mark: str = ""  # the value of TAP_HEADER on the attempts forwarded for this request
     request_headers: dict[str, str] = field(default_factory=dict)
 
@@ -117,7 +117,7 @@ class Tap:
             if message["type"] == "http.response.start":
                 exchange.status = message["status"]
                 exchange.headers = _headers(message)
-            elif message["type"] == "http.response.body" and len(exchange.answer) < 2048:
+            elif message["type"] == "http.response.body" and len(exchange.answer) < 1 << 20:
                 exchange.answer += message.get("body", b"")
             await send(message)
 
@@ -297,11 +297,27 @@ PARALLEL_CALLS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def session_messages_guard(empty_config: Path) -> Iterator[Guard]:
+    """The five Messages emulators and one proxy in front of them (tests/clients/messages_guard)."""
+    from tests.clients.messages_guard import start_messages_guard
+
+    yield from start_messages_guard(empty_config)
+
+
+@pytest.fixture
+def mguard(session_messages_guard: Guard) -> Guard:
+    """The Messages proxy with nothing recorded yet."""
+    session_messages_guard.reset()
+    return session_messages_guard
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """On failure, show what each request of the test met at the proxy."""
     report = yield
-    guard = getattr(item, "funcargs", {}).get("guard")
+    funcargs = getattr(item, "funcargs", {})
+    guard = funcargs.get("guard") or funcargs.get("mguard")
     if report.failed and isinstance(guard, Guard):
         lines = [f"{e.method} {e.path} -> {e.describe()}" for e in guard.tap.exchanges]
         report.sections.append(("proxy exchanges", "\n".join(lines)))

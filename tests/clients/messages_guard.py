@@ -24,9 +24,8 @@ import pytest
 from proxy.app import create_app
 from proxy.emulator import ReceivedRequest, create_emulator_app
 from proxy.emulator.app import PREFIXES
-from proxy.emulator.messages import MESSAGES_PREFIXES, validate_messages
-from proxy.settings import Upstream as UpstreamSettings
-from proxy.settings import load_settings
+from proxy.emulator.messages import MESSAGES_PREFIXES, messages_reply, validate_messages
+from proxy.settings import UpstreamSettings, load_settings
 from tests.clients.conftest import TAP_HEADER, Exchange, Guard, Tap
 from tests.conftest import _PROVIDER_VARIABLES
 from tests.e2e.conftest import Upstream
@@ -34,7 +33,7 @@ from tests.servers import running
 
 #: One model per Messages provider, and the emulator each is routed to.
 MESSAGES_MODELS = {
-    "claude-sonnet-4-5": "anthropic",
+    "claude-sonnet-4-6": "anthropic",
     "deepseek-chat": "deepseek",
     "kimi-k2-0905-preview": "kimi",
     "glm-4.6": "glm",
@@ -87,20 +86,33 @@ class MessagesGuard(Guard):
             if r.path.endswith("/messages") and r.headers.get(TAP_HEADER) == exchange.mark
         ]
 
+    def assert_relayed(self, model: str) -> None:
+        """Every answer reached the client as the emulator sent it (byte for byte)."""
+        provider = MESSAGES_MODELS[model]
+        for k, exchange in enumerate(self.chats()):
+            [sent] = self.attempts(model, exchange) or [exchange.body]
+            reply = messages_reply(provider, sent, None)
+            expected = b"".join(reply) if isinstance(reply, list) else reply
+            assert isinstance(expected, bytes), f"request {k} was refused by the emulator"
+            assert exchange.answer == expected, f"answer {k} was not relayed unchanged"
+
     def scenario(self, name: str | None = None) -> MessagesGuard:
         frozen = super().scenario(name)
         return MessagesGuard(frozen.url, frozen.tap, frozen.upstreams)
 
 
 def seam_missing() -> str | None:
-    """Why the proxy cannot guard ``/v1/messages`` yet, or None (the msg-seam/msg-core work)."""
+    """Why the proxy cannot guard ``/v1/messages`` yet, or None (issue 21 items 1 and 3)."""
     if "anthropic_base_url" not in UpstreamSettings.model_fields:
         return "the proxy has no anthropic_base_url setting yet (issue 21 item 3)"
-    try:
-        from proxy.core.registry import PIPELINES  # noqa: F401
-    except ImportError:
-        pass
     return None
+
+
+def messages_rules() -> set[str]:
+    """The names of the Messages rules the proxy has (issue 21 item 2 lands them in batches)."""
+    from proxy.core.registry import PIPELINES
+
+    return {rule.name for rule in PIPELINES.get("messages", ())}
 
 
 def start_messages_guard(empty_config: Path) -> Iterator[MessagesGuard]:

