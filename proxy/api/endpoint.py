@@ -43,6 +43,7 @@ from proxy.api.guard import Guard
 from proxy.api.headers import ClientHeaders, own_headers
 from proxy.api.learned import LearnedStrips
 from proxy.api.retry import Retry
+from proxy.api.scrub import scrubbed
 from proxy.api.state import RequestState
 from proxy.api.units import UNITS, WireApi, unit_for
 from proxy.core.wire import CHAT, Wire
@@ -199,6 +200,9 @@ class ProxyEndpoint:
         attempt = state.attempts[-1] if state.attempts else None
         # A refusal the retry already read (and did not retry) is not captured again.
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
+        key = self.injected.get(upstream)
+        if key is not None and 400 <= status < 500:  # it may quote the key the proxy gave it
+            response = await scrubbed(response, key)
         out = ClientHeaders(response.headers, self._own_headers(state), log)
         await start_response(state.scope, state.send, status, out.headers)
         ending, captured = await relay_body(

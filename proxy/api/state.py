@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from proxy.api.scrub import redacted, secret_of
 from proxy.core.policy import Outcome, Policy
 from proxy.core.rule import Finding
 from proxy.logs import RequestLog, request_id
@@ -27,8 +28,6 @@ from proxy.repairlog.record import Ending, Record, new_record_id
 
 #: Request headers that carry a key for the upstream (Azure's, Anthropic's, Google's).
 _KEY_HEADERS = frozenset({b"api-key", b"x-api-key", b"x-goog-api-key"})
-#: Shorter values are not taken for keys when scrubbing a text (they would match words).
-_MIN_SECRET = 6
 #: Outcomes worth a record even when the upstream accepted the request.
 _RECORDED = frozenset({"repaired", "rejected", "warned"})
 
@@ -238,13 +237,8 @@ class RequestState:
         values = [v for k, v in self.forward if k in _KEY_HEADERS]
         if self.api_key is not None:
             values.append(self.api_key)
-        for auth in (self.auth, injected):
-            if auth is not None:
-                values.append(auth.partition(b" ")[2].strip() or auth)
-        for value in values:
-            if len(value) >= _MIN_SECRET:
-                text = text.replace(value.decode("latin-1"), "[redacted]")
-        return text
+        values += [secret_of(auth) for auth in (self.auth, injected) if auth is not None]
+        return redacted(text, values)
 
     def finished(self) -> None:
         """The request is over: a status is set whatever happened."""

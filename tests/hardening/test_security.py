@@ -100,7 +100,9 @@ def test_no_key_in_any_record_log_line_or_error(
     assert AUTH in relayed[0].text
     assert API_KEY in relayed[0].text
     assert GOOG in relayed[0].text
-    assert INJECTED in relayed[2].text
+    # ... except the key the proxy injected: never relayed back to the client (issue 24 item 7)
+    assert INJECTED not in relayed[2].text
+    assert "[redacted]" in relayed[2].text
 
     records = [_all_records(http, g, n) for g, n in ((guard, 5), (keyed, 1), (locked, 1))]
     upstream_errors = [r["upstream_error"] for r in records[0] + records[1] if r["upstream_error"]]
