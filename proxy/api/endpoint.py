@@ -200,7 +200,7 @@ class ProxyEndpoint:
         attempt = state.attempts[-1] if state.attempts else None
         # A refusal the retry already read (and did not retry) is not captured again.
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
-        key = self.injected.get(upstream)
+        key = self._injected(upstream, wire)
         if key is not None and 400 <= status < 500:  # it may quote the key the proxy gave it
             response = await scrubbed(response, key)
         out = ClientHeaders(response.headers, self._own_headers(state), log)
