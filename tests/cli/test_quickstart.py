@@ -4,6 +4,8 @@ taken from the README itself, prints exactly what the README says it prints."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import queue
 import re
@@ -12,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,3 +129,24 @@ def test_the_readme_says_where_the_command_is() -> None:
     assert "`.venv/bin/toolcall-guard`" in quick_start()
     assert "source .venv/bin/activate" in quick_start()
     assert "make demo" in quick_start()
+
+
+def test_messages_reach_each_providers_messages_emulator(served: tuple[str, str]) -> None:
+    """``ANTHROPIC_BASE_URL`` at the proxy: a Messages body is routed by its model to that
+    provider's emulator (its own Messages path), checked clean and relayed byte for byte."""
+    url, banner = served
+    assert f"{url}        (set ANTHROPIC_BASE_URL" in banner
+    for model in ("deepseek-chat", "kimi-k2-0905-preview"):
+        body = json.dumps({
+            "model": model, "max_tokens": 64, "thinking": {"type": "disabled"},
+            "messages": [{"role": "user", "content": "hi"}],
+        }).encode()  # fmt: skip
+        request = urllib.request.Request(
+            url + "/v1/messages", data=body, headers={"content-type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+            assert response.headers["x-toolcall-guard-outcome"] == "clean"
+            sent = response.headers["x-emulator-body-sha256"]
+            assert sent == hashlib.sha256(body).hexdigest()
+            assert json.loads(response.read())["model"] == model
