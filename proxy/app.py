@@ -134,7 +134,9 @@ def create_app(
             stack.callback(proxy.bind, None, None)
             yield
 
-    app = ToolcallGuard(title="toolcall-guard", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = ToolcallGuard(
+        title="toolcall-guard", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )  # the document is served by proxy/api/ops.py, under the admin rule
     browser = BrowserGuard(settings.server)
     app.front = Front(super(ToolcallGuard, app).__call__, proxy, browser)
     app.state.settings = settings

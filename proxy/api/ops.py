@@ -2,7 +2,10 @@
 ``/`` (a redirect to the viewer at ``/ui``, for whoever opens the proxy's address in a browser).
 
 ``/healthz`` and ``/readyz`` are in the OpenAPI document (probes and tests read their shapes);
-``/metrics`` speaks Prometheus' text format, not JSON, and stays out of it.
+``/metrics`` speaks Prometheus' text format, not JSON, and stays out of it. ``/metrics`` and the
+document itself (``/openapi.json``) follow the admin rule (:mod:`proxy.api.auth`): open on a
+loopback bind without a token, the admin token otherwise (they tell upstream names, models,
+traffic and every endpoint to whoever asks).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import asyncio
 import os
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -22,9 +25,11 @@ from prometheus_client import (
 )
 from pydantic import BaseModel
 
+from proxy.api.auth import AdminRoute, require_admin
 from proxy.repairlog import RepairLogError
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], route_class=AdminRoute)
+ADMIN = [Depends(require_admin)]
 
 #: Probes give up after a second or a few: a log that hangs makes the proxy unready, not slow.
 PING_TIMEOUT = 2.0
@@ -91,7 +96,13 @@ def _unready(reason: str) -> JSONResponse:
     return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
 
-@router.get("/metrics", include_in_schema=False)
+@router.get("/openapi.json", include_in_schema=False, dependencies=ADMIN)
+async def openapi(request: Request) -> JSONResponse:
+    """The OpenAPI document of the ops and admin endpoints."""
+    return JSONResponse(request.app.openapi())
+
+
+@router.get("/metrics", include_in_schema=False, dependencies=ADMIN)
 async def metrics() -> Response:
     """Prometheus exposition; every worker's values when ``PROMETHEUS_MULTIPROC_DIR`` is set."""
     registry = REGISTRY

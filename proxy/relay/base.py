@@ -75,8 +75,11 @@ def connection_tokens(value: bytes) -> frozenset[bytes]:
 
 
 #: Response headers the proxy's own server sets (uvicorn's ``date`` and ``server``): the
-#: upstream's copies are dropped rather than sent twice. (``access-control-*`` are dropped too.)
-RESPONSE_DROP = HOP_BY_HOP | {b"date", b"server"}
+#: upstream's copies are dropped rather than sent twice; so is its ``x-content-type-options``,
+#: replaced by :data:`NOSNIFF`. (``access-control-*`` are dropped too.)
+RESPONSE_DROP = HOP_BY_HOP | {b"date", b"server", b"x-content-type-options"}
+#: Every relayed answer: a browser never sniffs an upstream's error page into HTML or script.
+NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 
 def response_headers(raw: RawHeaders) -> RawHeaders:
@@ -100,4 +103,5 @@ def response_headers(raw: RawHeaders) -> RawHeaders:
     if connection is not None:
         extra = connection_tokens(connection)
         out = [(k, v) for k, v in out if k not in extra]
+    out.append(NOSNIFF)
     return out

@@ -37,8 +37,8 @@ from tests.servers import running
 
 TOKEN_ENV = "TCG_HARDENING_ADMIN_TOKEN"
 TOKEN = "admin-token-for-the-hardening-tests"
-#: Routes open to all by design: probes, metrics scrapers, the viewer's static files, the schema.
-OPEN_ROUTES = {"/healthz", "/readyz", "/metrics", "/ui", "/ui/{name}", "/openapi.json"}
+#: Routes open to all by design: probes, the viewer's static files (and / leading to them).
+OPEN_ROUTES = {"/", "/healthz", "/readyz", "/ui", "/ui/{name}", "/ui/{asset}"}
 
 
 def _serve(stack: ExitStack, host: str = "127.0.0.1") -> tuple[str, MemoryRepairLog]:
@@ -146,6 +146,8 @@ def _admin_requests() -> list[tuple[str, str]]:
         ("GET", "/repairs/stats"),
         ("GET", "/repairs/0190c0de-0000-7000-8000-000000000000"),
         ("DELETE", "/repairs?before=2000-01-01T00:00:00Z"),
+        ("GET", "/metrics"),  # upstream names, models and traffic
+        ("GET", "/openapi.json"),  # every endpoint
     ]
 
 

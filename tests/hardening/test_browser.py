@@ -235,3 +235,20 @@ def test_an_allowed_origin_gets_cors_from_the_proxy(
     assert answer.headers["access-control-allow-origin"] == app  # the proxy's, not the upstream's
     assert orjson.loads(answer.content)["object"] == "chat.completion"
     assert [r.line.split(b" ")[0] for r in upstream.requests] == [b"POST"]
+
+
+async def html_error_page(conn: Conn) -> None:
+    await conn.request()
+    page = b"<html><script>alert(1)</script></html>"
+    head = b"HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/html\r\n"
+    await conn.send(head + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(page) + page)
+
+
+def test_an_upstream_error_page_is_never_sniffed(
+    start_guard: Callable[..., Guard], raw_upstream: Callable[..., RawUpstream], http: httpx.Client
+) -> None:
+    guard = start_guard({"openai": raw_upstream(html_error_page).url})
+    answer = http.get(guard.v1 + "/models")
+    assert answer.status_code == 502
+    assert answer.headers["content-type"] == "text/html"
+    assert answer.headers.get_list("x-content-type-options") == ["nosniff"]
