@@ -25,8 +25,14 @@ def _parser() -> argparse.ArgumentParser:
         "serve",
         help="run the proxy",
         description="Run the proxy (default http://127.0.0.1:8780/v1).",
+        epilog=SERVE_CONFIG_LAYERS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("--config", help="TOML config file (default: config/toolcall-guard.toml)")
+    serve.add_argument(
+        "--config",
+        help="TOML config file (default: $TOOLCALL_GUARD_CONFIG, else config/toolcall-guard.toml "
+        "in the working directory, else the one of the source checkout this runs from)",
+    )
     serve.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default from config: 8780)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
@@ -34,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
         "--emulate",
         action="store_true",
         help="offline quick start: start strict emulators of the configured providers on free "
-        "local ports and serve the proxy in front of them (no keys, no network)",
+        "local ports and serve the proxy in front of them (no keys, no network); its records "
+        "go to an in-memory log unless TOOLCALL_GUARD_REPAIR_LOG__URL names one",
     )
 
     check = commands.add_parser(
@@ -87,6 +94,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     return parser
 
+
+SERVE_CONFIG_LAYERS = """configuration, highest first:
+  1. these flags
+  2. the environment: TOOLCALL_GUARD_<SECTION>__<KEY>, nested with __
+     (TOOLCALL_GUARD_SERVER__PORT=9000, TOOLCALL_GUARD_REPAIR_LOG__URL=...,
+     TOOLCALL_GUARD_UPSTREAMS__DEEPSEEK__BASE_URL=...); provider keys in the variables the
+     upstreams name (OPENAI_API_KEY...)
+  3. the TOML file: --config, else $TOOLCALL_GUARD_CONFIG, else config/toolcall-guard.toml
+  4. built-in defaults
+The first log line names the config file read (or the paths tried), the repair log and the
+upstreams."""
 
 CHECK_EXIT_CODES = """exit codes:
   0  clean: no rule fired

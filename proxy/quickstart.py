@@ -12,6 +12,7 @@ left out. Everything else (port, repair log, ``[policies.…]``) comes from the 
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -28,8 +29,11 @@ from proxy.emulator.messages import MESSAGES_PREFIXES
 from proxy.emulator.validators import PROVIDERS
 from proxy.errors import ConfigError
 from proxy.settings import Settings, load_settings
+from proxy.startup import announce_start, masked_url
 
 START_TIMEOUT = 10.0
+#: Where ``serve --emulate`` records go by default: nothing the emulators answered is kept.
+DEMO_LOG_URL = "memory://"
 
 
 @contextmanager
@@ -67,7 +71,18 @@ def emulated(settings: Settings, config: str | Path | None, urls: dict[str, str]
             upstreams[name] = fields | {"enabled": False}
     default = settings.routing.default
     routing = {"default": default if default in urls else next(iter(urls))}
-    return load_settings(config, upstreams=upstreams, routing=routing)
+    return load_settings(
+        config, upstreams=upstreams, routing=routing, repair_log=_demo_log(settings)
+    )
+
+
+def _demo_log(settings: Settings) -> dict[str, Any]:
+    """The emulated traffic's records stay out of the real log: in memory, unless the
+    environment names a log (``TOOLCALL_GUARD_REPAIR_LOG__URL``)."""
+    fields = settings.repair_log.model_dump()
+    if not os.environ.get("TOOLCALL_GUARD_REPAIR_LOG__URL"):
+        fields["url"] = DEMO_LOG_URL
+    return fields
 
 
 def _messages_url(name: str, url: str, fields: dict[str, Any]) -> dict[str, str]:
@@ -104,6 +119,9 @@ def banner(settings: Settings, urls: dict[str, str], out: TextIO) -> None:
     for name, url in urls.items():
         globs = ", ".join(settings.upstreams[name].models) or f"path /{name}/v1/…"
         lines.append(f"  {name:<10} {url}  strict {name} emulator ({globs})")
+    log = settings.repair_log.url
+    where = "in memory, gone at exit" if log == DEMO_LOG_URL else masked_url(log)
+    lines.append(f"  {'records':<10} {where}  (not the real repair log)")
     lines += [
         "",
         "Try:",
@@ -139,6 +157,7 @@ def serve_emulated(config: str | None, out: TextIO | None = None) -> int:
             )
         settings = emulated(settings, config, urls)
         configure_logging(settings.server)
+        announce_start(settings)
         app = create_app(settings)
         server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
         tune_gc()

@@ -26,6 +26,7 @@ from proxy.exposure import check_open_relay
 from proxy.logs import configure_logging
 from proxy.repairlog import open_repair_log
 from proxy.settings import ServerSettings, Settings, config_path, load_settings
+from proxy.startup import announce_start
 
 EXIT_CONFIG = 2
 #: Open streams get this long to finish on shutdown; then they are cut and the repair log's
@@ -65,6 +66,7 @@ def serve(
         print(f"toolcall-guard: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     configure_logging(settings.server)
+    announce_start(settings)
     if open_relay is not None:
         logging.getLogger("toolcall_guard").warning("starting as an %s", open_relay)
     if workers == 1:

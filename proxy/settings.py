@@ -209,14 +209,25 @@ class Settings(BaseSettings):
         return frozenset(key.strip() for key in raw.split(",") if key.strip())
 
 
+def config_candidates() -> list[Path]:
+    """Where the config is looked for when none is named: the working directory's
+    ``config/toolcall-guard.toml``, then the one of the source checkout the package runs from
+    (``make run``'s command started in another directory still reads the repository's)."""
+    checkout = Path(__file__).resolve().parent.parent
+    beside = checkout / DEFAULT_CONFIG
+    if not (checkout / "pyproject.toml").is_file() or beside == DEFAULT_CONFIG.resolve():
+        return [DEFAULT_CONFIG]
+    return [DEFAULT_CONFIG, beside]
+
+
 def config_path(explicit: str | Path | None = None) -> Path | None:
-    """The TOML file to read: explicit > $TOOLCALL_GUARD_CONFIG > the default when present."""
+    """The TOML file to read: explicit > $TOOLCALL_GUARD_CONFIG > the first candidate present."""
     if explicit:
         return Path(explicit)
     env = os.environ.get("TOOLCALL_GUARD_CONFIG")
     if env:
         return Path(env)
-    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+    return next((path for path in config_candidates() if path.is_file()), None)
 
 
 def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:

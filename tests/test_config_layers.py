@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxy import config_layers
+from proxy import settings as settings_module
 from proxy.config_layers import FIRST_TIER, SECOND_TIER, builtin_upstreams
 from proxy.errors import ConfigError
 from proxy.settings import ServerSettings, UpstreamSettings, load_settings
@@ -18,11 +19,15 @@ BUILT_IN = [*FIRST_TIER, *SECOND_TIER]
 
 @pytest.fixture(autouse=True)
 def _no_ambient_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No developer's TOOLCALL_GUARD_* variables, and no config/ under the working directory."""
+    """No developer's TOOLCALL_GUARD_* variables, and no config/ under the working directory
+    (nor the checkout's, which is found from elsewhere too)."""
     for name in list(os.environ):
         if name.startswith("TOOLCALL_GUARD_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(
+        settings_module, "config_candidates", lambda: [settings_module.DEFAULT_CONFIG]
+    )
 
 
 def _toml(tmp_path: Path, text: str) -> Path:
