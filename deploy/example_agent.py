@@ -6,8 +6,10 @@ The history is the classic lost call: a tool result whose assistant ``tool_calls
 never saved. A provider answers it with a 400; through the proxy it comes back 200, repaired,
 with the id of its record in the repair log.
 
-Environment: ``OPENAI_BASE_URL`` (the proxy, ``…/v1``), ``OPENAI_API_KEY`` (any value: the
-proxy holds the real key), ``AGENT_MODEL`` (default ``gpt-4o-mini``), ``AGENT_EVERY_SECONDS``
+Environment: ``OPENAI_BASE_URL`` (the proxy, ``…/v1``), ``OPENAI_API_KEY`` (the proxy's client
+key when it wants one; never a provider key: the proxy holds those), ``AGENT_PROXIES`` (several
+proxy URLs, comma-separated, asked in turn: replicas sharing one repair log; default
+``OPENAI_BASE_URL``), ``AGENT_MODEL`` (default ``gpt-4o-mini``), ``AGENT_EVERY_SECONDS``
 (repeat forever at that interval, for a Deployment; default: once, then exit).
 """
 
@@ -43,7 +45,7 @@ def ask(base_url: str, key: str, model: str) -> int:
             status, headers, text = response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
         status, headers, text = error.code, error.headers, error.read()
-    print(f"HTTP {status}")
+    print(f"HTTP {status} from {base_url}" if len(PROXIES) > 1 else f"HTTP {status}")
     for name in HEADERS:
         if headers.get(name):
             print(f"{name}: {headers[name]}")
@@ -51,17 +53,28 @@ def ask(base_url: str, key: str, model: str) -> int:
     return 0 if status == 200 else 1
 
 
+BASE_URL = os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8780/v1")
+PROXIES = [url.strip() for url in os.environ.get("AGENT_PROXIES", BASE_URL).split(",") if url]
+
+
+def ask_each(key: str, model: str) -> int:
+    """Ask every proxy once; 0 when each answered 200."""
+    code = 0
+    for base_url in PROXIES:
+        try:
+            code |= ask(base_url, key, model)
+        except OSError as error:  # the proxy not up yet, a reset connection
+            print(f"cannot reach {base_url}: {error}", flush=True)
+            code = 1
+    return code
+
+
 def main() -> int:
-    base_url = os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8780/v1")
     key = os.environ.get("OPENAI_API_KEY", "injected-by-the-proxy")
     model = os.environ.get("AGENT_MODEL", "gpt-4o-mini")
     every = float(os.environ.get("AGENT_EVERY_SECONDS") or 0)
     while True:
-        try:
-            code = ask(base_url, key, model)
-        except OSError as error:  # the proxy not up yet, a reset connection
-            print(f"cannot reach {base_url}: {error}", flush=True)
-            code = 1
+        code = ask_each(key, model)
         if every <= 0:
             return code
         time.sleep(every)

@@ -63,3 +63,27 @@ def test_without_the_proxy_the_emulator_refuses_the_same_history() -> None:
     assert result.returncode == 1
     assert result.stdout.startswith("HTTP 400")
     assert "must be a response to a preceeding message with 'tool_calls'" in result.stdout
+
+
+def test_the_agent_asks_each_replica_in_turn(guarded_emulator: str) -> None:
+    # docker compose --profile postgres: one agent, both replicas sharing the PostgreSQL log.
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "AGENT_PROXIES": f"{guarded_emulator},{guarded_emulator.replace('127.0.0.1', 'localhost')}",
+        "OPENAI_API_KEY": "injected-by-the-proxy",
+    }
+    result = subprocess.run(
+        [sys.executable, "-I", str(AGENT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    answered = [line for line in result.stdout.splitlines() if line.startswith("HTTP 200 from ")]
+    assert answered == [
+        f"HTTP 200 from {guarded_emulator}",
+        f"HTTP 200 from {guarded_emulator.replace('127.0.0.1', 'localhost')}",
+    ]
+    assert result.stdout.count("x-toolcall-guard-outcome: repaired") == 2
