@@ -68,7 +68,11 @@ import proxy.app, psycopg, uvloop  # the proxy, its PostgreSQL driver, its event
 # 3. The emulator and the proxy in front of it.
 docker network create "$NETWORK" >/dev/null
 docker volume create "$VOLUME" >/dev/null
+# The emulator gets a health check of its own (as in docker-compose.yml): the history is sent
+# only once both answer.
 docker run --detach --name "$EMULATOR" --network "$NETWORK" --network-alias emulator \
+  --health-interval 1s --health-retries 30 --health-cmd \
+  "python -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:8790/v1/models', timeout=2)\"" \
   "$IMAGE" emulate --provider openai --host 0.0.0.0 --port 8790 >/dev/null
 
 run_proxy() {
@@ -82,20 +86,21 @@ run_proxy() {
     "$IMAGE" >/dev/null
 }
 
-wait_healthy() {
+wait_healthy() {  # CONTAINER
   local deadline=$(($(date +%s) + HEALTHY_TIMEOUT)) status=""
   while [ "$(date +%s)" -lt "$deadline" ]; do
-    status=$(docker inspect --format '{{.State.Health.Status}}' "$PROXY")
+    status=$(docker inspect --format '{{.State.Health.Status}}' "$1")
     [ "$status" = healthy ] && return 0
-    [ "$(docker inspect --format '{{.State.Running}}' "$PROXY")" = true ] || break
+    [ "$(docker inspect --format '{{.State.Running}}' "$1")" = true ] || break
     sleep 1
   done
-  fail "the proxy is not healthy after ${HEALTHY_TIMEOUT}s (last status: ${status:-none})"
+  fail "$1 is not healthy after ${HEALTHY_TIMEOUT}s (last status: ${status:-none})"
 }
 
 run_proxy
 step "waiting for the HEALTHCHECK"
-wait_healthy
+wait_healthy "$PROXY"
+wait_healthy "$EMULATOR"
 PORT=$(docker port "$PROXY" 8780/tcp | head -n1 | sed 's/.*://')
 BASE_URL=http://127.0.0.1:$PORT
 
@@ -113,7 +118,7 @@ trap 'rm -f "$HEADERS"; cleanup' EXIT
 status=$(curl --silent --show-error --max-time 20 --output /dev/null --dump-header "$HEADERS" \
   --write-out '%{http_code}' "$BASE_URL/v1/chat/completions" \
   -H 'content-type: application/json' -H "authorization: Bearer $CLIENT_KEY" -d "$HISTORY")
-[ "$status" = 200 ] || fail "the broken history got HTTP $status, not 200"
+[ "$status" = 200 ] || fail "the broken history got HTTP $status, not 200: $(cat "$HEADERS")"
 grep -qi '^x-toolcall-guard-outcome: repaired' "$HEADERS" || fail "no 'repaired' outcome"
 RECORD=$(sed -n 's/^x-toolcall-guard-record: *\([^[:space:]]*\).*/\1/Ip' "$HEADERS")
 [ -n "$RECORD" ] || fail "no record id in the answer"
@@ -126,7 +131,7 @@ step "replacing the container; reading record $RECORD back from /data"
 docker stop --time 10 "$PROXY" >/dev/null
 docker rm "$PROXY" >/dev/null
 run_proxy
-wait_healthy
+wait_healthy "$PROXY"
 PORT=$(docker port "$PROXY" 8780/tcp | head -n1 | sed 's/.*://')
 BASE_URL=http://127.0.0.1:$PORT
 curl --silent --show-error --fail --max-time 20 "$BASE_URL/repairs/$RECORD" \
