@@ -75,6 +75,11 @@ REPAIRLOG_WRITTEN = Counter(
     "toolcall_guard_repairlog_written_total",
     "Records written to the repair log.",
 )
+REPAIRLOG_REPEATS = Counter(
+    "toolcall_guard_repairlog_repeats_total",
+    "Records written as repeats: a later turn of a conversation with the same findings at the"
+    " same places as its first record (counted on it); written_total counts them too.",
+)
 REPAIRLOG_DROPPED = Counter(
     "toolcall_guard_repairlog_dropped_total",
     "Records dropped instead of written (queue full, or the backend failed).",

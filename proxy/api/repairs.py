@@ -85,6 +85,14 @@ class RecordSummary(BaseModel):
         "client left first); null while the answer is still going, or for records written "
         "before endings were kept",
     )
+    conversation: str | None = Field(
+        None, description="the conversation's key (its stable start, or the client's own id)"
+    )
+    repeat_of: str | None = Field(
+        None, description="the conversation's first record with the same findings, if a repeat"
+    )
+    repeats: int = Field(0, description="on a first record: how many later turns repeated it")
+    last_seen: Timestamp | None = Field(None, description="on a first record: its last repeat")
     rules: dict[str, int] = Field(description="findings per rule")
     findings: list[FindingOut]
 
@@ -175,15 +183,35 @@ async def list_repairs(
     until: Annotated[datetime | None, Query(description="ISO-8601; exclusive")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=2000)] = None,
+    conversation: Annotated[
+        str | None,
+        Query(
+            max_length=1000,
+            description="a conversation's every turn (its first records and their repeats)",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Record summaries (no bodies) matching every filter given; ``next_cursor`` names the next
-    page (null on the last)."""
+    page (null on the last). A turn that repeats an earlier turn's findings in its conversation
+    is listed only with ``conversation``: elsewhere it counts on its first record
+    (``repeats``, ``last_seen``)."""
     if rule is not None and rule not in ALL_RULES:
         raise InvalidParameter(
             f"rule: no rule is named {rule!r}; allowed: {', '.join(ALL_RULES)}.", param="rule"
         )
     try:
-        q = RecordQuery(upstream, model, outcome, rule, since, until, limit, cursor, ending)
+        q = RecordQuery(
+            upstream=upstream,
+            model=model,
+            outcome=outcome,
+            rule=rule,
+            conversation=conversation,
+            since=since,
+            until=until,
+            limit=limit,
+            cursor=cursor,
+            ending=ending,
+        )
     except InvalidQuery as exc:
         raise InvalidParameter(str(exc), param=exc.param) from None
     with _available():

@@ -41,6 +41,10 @@ SCALAR_FIELDS = (
     "status",
     "proxy_error",
     "ending",
+    "conversation",
+    "repeat_of",
+    "repeats",
+    "last_seen",
 )
 SUMMARY_JSON_FIELDS = ("rules", "findings")
 BODY_FIELDS = ("upstream_error", "received", "forwarded", "attempts")
@@ -116,6 +120,9 @@ class RecordQuery:
     model: str | None = None
     outcome: str | None = None
     rule: str | None = None
+    #: A conversation's turns: its first records and their repeats (which are not listed
+    #: otherwise: they count on their first record).
+    conversation: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     limit: int = DEFAULT_LIMIT
@@ -124,7 +131,7 @@ class RecordQuery:
     after: tuple[datetime, str] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        for name in ("upstream", "model", "outcome", "rule", "cursor", "ending"):
+        for name in ("upstream", "model", "outcome", "rule", "conversation", "cursor", "ending"):
             value = getattr(self, name)
             if value is not None and "\x00" in value:
                 raise InvalidQuery(name, f"{name} must not contain NUL characters.")
@@ -180,6 +187,10 @@ def stored(record: Record) -> dict[str, Any]:
         "status": record.status,
         "proxy_error": record.proxy_error,
         "ending": record.ending,
+        "conversation": record.conversation,
+        "repeat_of": record.repeat_of,
+        "repeats": record.repeats,
+        "last_seen": None if record.last_seen is None else iso(record.last_seen),
         "rules": rule_counts(record.findings),
         "findings": record.findings,
         "upstream_error": record.upstream_error,

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proxy.core.wire import Wire, wire_of_record
+from proxy.repairlog.conversation import conversation_key
 from proxy.repairlog.record import Record
 
 #: Top-level body fields that can carry a credential; never stored.
@@ -40,6 +41,7 @@ def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
 
     return dataclasses.replace(
         record,
+        conversation=record.conversation or conversation_key(record.path, record.received),
         received=transform(_without_secrets(record.received)),
         forwarded=None
         if record.forwarded is None

@@ -17,6 +17,7 @@ from proxy.repairlog.base import (
     iso,
     stored,
 )
+from proxy.repairlog.conversation import assign_repeats, repeat_keys
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import cutoff_for
 from proxy.repairlog.sql import page_of
@@ -31,6 +32,7 @@ class MemoryRepairLog:
 
     def __init__(self) -> None:
         self._records: dict[str, dict[str, Any]] = {}
+        self._turns: dict[str, dict[str, Any]] = {}  # repeats (see proxy.repairlog.conversation)
         self._open = False
 
     async def open(self) -> None:
@@ -41,19 +43,40 @@ class MemoryRepairLog:
 
     async def write(self, records: Sequence[Record]) -> None:
         self._check()
+        keys = repeat_keys(records)
+        firsts = {
+            key: item["id"]
+            for item in sorted(self._records.values(), key=_key, reverse=True)
+            if (key := (item["conversation"], item["finding_key"])) in keys.values()
+        }
+        bumps = assign_repeats(records, keys, firsts)
         for record in records:
-            self._records.setdefault(record.id, orjson.loads(dumps(stored(record))))
+            item = orjson.loads(dumps(stored(record)))
+            item["finding_key"] = keys.get(record.id, (None, None))[1]
+            table = self._records if record.repeat_of is None else self._turns
+            table.setdefault(record.id, item)
+        for first, (count, seen) in bumps.items():
+            item = self._records[first]
+            item["repeats"] += count
+            item["last_seen"] = max(item["last_seen"] or "", iso(seen))
 
     async def get(self, record_id: str) -> dict[str, Any] | None:
         self._check()
-        item = self._records.get(record_id)
-        return None if item is None else orjson.loads(orjson.dumps(item))
+        item = self._records.get(record_id) or self._turns.get(record_id)
+        if item is None:
+            return None
+        found: dict[str, Any] = orjson.loads(orjson.dumps(item))
+        del found["finding_key"]
+        return found
 
     async def query(self, q: RecordQuery) -> tuple[list[dict[str, Any]], str | None]:
         self._check()
-        matches = sorted(filter(_matcher(q), self._records.values()), key=_key, reverse=True)
+        items = list(self._records.values())
+        if q.conversation is not None:
+            items += self._turns.values()
+        matches = sorted(filter(_matcher(q), items), key=_key, reverse=True)
         page = [
-            {k: v for k, v in item.items() if k not in BODY_FIELDS}
+            {k: v for k, v in item.items() if k not in BODY_FIELDS and k != "finding_key"}
             for item in matches[: q.limit + 1]
         ]
         return page_of(page, q.limit)
@@ -76,13 +99,24 @@ class MemoryRepairLog:
     async def delete(self, before: datetime) -> int:
         self._check()
         limit = iso(before)
-        return self._drop(k for k, v in self._records.items() if v["created_at"] < limit)
+        turns = [k for k, v in self._turns.items() if v["created_at"] < limit]
+        for k in turns:
+            del self._turns[k]
+        return len(turns) + self._drop(
+            k for k, v in self._records.items() if v["created_at"] < limit
+        )
 
     async def prune(self, retention_days: float, max_records: int) -> int:
         self._check()
         cutoff = cutoff_for(retention_days)
         deleted = 0 if cutoff is None else await self.delete(cutoff)
         newest = sorted(self._records.values(), key=_key, reverse=True)
+        if len(newest) > max_records:
+            oldest_kept = newest[max_records - 1]["created_at"]
+            turns = [k for k, v in self._turns.items() if v["created_at"] < oldest_kept]
+            for k in turns:
+                del self._turns[k]
+            deleted += len(turns)
         return deleted + self._drop(item["id"] for item in newest[max_records:])
 
     async def ping(self) -> None:
@@ -114,6 +148,7 @@ def _matcher(q: RecordQuery) -> Callable[[dict[str, Any]], bool]:
         return (
             all(item[name] == value for name, value in filters.items())
             and (q.rule is None or q.rule in item["rules"])
+            and (q.conversation is None or item["conversation"] == q.conversation)
             and (since is None or item["created_at"] >= since)
             and (until is None or item["created_at"] < until)
             and (after is None or _key(item) < after)

@@ -20,16 +20,40 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
 from proxy.repairlog.base import (
-    ALL_FIELDS,
     RecordQuery,
     RepairLogError,
     RepairLogUnavailable,
     empty_stats,
     iso,
 )
+from proxy.repairlog.conversation import assign_repeats, repeat_keys
+from proxy.repairlog.payloads import (
+    Packer,
+    chunk_refs,
+    findings_refs,
+    leaf_refs,
+    read_blob,
+    skeletons,
+    unpack_bodies,
+    unpack_findings,
+)
 from proxy.repairlog.record import Record
-from proxy.repairlog.rows import cutoff_for, record_row, rule_rows
-from proxy.repairlog.sql import Dialect, get_sql, migrations, page_of, page_sql, stats_sql
+from proxy.repairlog.rows import STORED_FIELDS, cutoff_for, record_row, rule_rows
+from proxy.repairlog.sql import (
+    NEVER,
+    OLDEST,
+    Dialect,
+    bump_sql,
+    collect_sql,
+    epoch,
+    first_sql,
+    get_sql,
+    migrations,
+    new_payloads,
+    page_of,
+    page_sql,
+    stats_sql,
+)
 
 
 def _ts(moment: datetime) -> datetime:
@@ -38,9 +62,20 @@ def _ts(moment: datetime) -> datetime:
 
 DIALECT = Dialect("postgres", "%s", _ts, lambda column: f"{column}::text AS {column[2:]}")
 JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded", "attempts"})
-_VALUES = ", ".join("%s::json" if name in JSON_COLUMNS else "%s" for name in ALL_FIELDS)
-INSERT = f"INSERT INTO records ({', '.join(ALL_FIELDS)}) VALUES ({_VALUES}) ON CONFLICT DO NOTHING"
+_VALUES = ", ".join("%s::json" if name in JSON_COLUMNS else "%s" for name in STORED_FIELDS)
+INSERT = (
+    f"INSERT INTO records ({', '.join(STORED_FIELDS)}) VALUES ({_VALUES}) ON CONFLICT DO NOTHING"
+)
+INSERT_TURN = (
+    f"INSERT INTO turns ({', '.join(STORED_FIELDS)}) VALUES ({_VALUES}) ON CONFLICT DO NOTHING"
+)
 INSERT_RULE = "INSERT INTO record_rules VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"
+INSERT_PAYLOAD = (
+    "INSERT INTO payloads (digest, last_used, body) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+)
+LAST_USED = "SELECT digest, last_used FROM payloads WHERE digest = ANY(%s)"
+TOUCH = "UPDATE payloads SET last_used = %s WHERE digest = ANY(%s)"
+SELECT_BLOBS = "SELECT digest, body FROM payloads WHERE digest = ANY(%s)"
 MIGRATION_LOCK = 0x7463_6700  # "tcg": one advisory lock key for the repair-log migrations
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout, PoolClosed)
 
@@ -71,6 +106,8 @@ async def _migrate(conn: psycopg.AsyncConnection[Any]) -> None:
 
 def _loaded(row: dict[str, Any]) -> dict[str, Any]:
     row["created_at"] = iso(row["created_at"])
+    if row.get("last_seen") is not None:
+        row["last_seen"] = iso(row["last_seen"])
     for name in JSON_COLUMNS.intersection(row):
         value = row[name]
         row[name] = None if value is None else orjson.loads(value)
@@ -85,10 +122,34 @@ def _text(value: Any) -> Any:
     return value
 
 
-def _rows(records: Sequence[Record]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    rows = [tuple(map(_text, record_row(r, _ts, bytes.decode))) for r in records]
-    rules = [row for r in records for row in rule_rows(r, _ts)]
-    return rows, rules
+Rows = list[tuple[Any, ...]]
+
+
+def _rows(records: Sequence[Record]) -> tuple[Rows, Rows, Rows, dict[bytes, bytes]]:
+    """The rows of a batch's first records, repeats, rules and payloads (off the event loop:
+    packing hashes every item)."""
+    packer = Packer()
+    firsts = [r for r in records if r.repeat_of is None]
+    repeats = [r for r in records if r.repeat_of is not None]
+
+    def rows(batch: list[Record]) -> Rows:
+        return [tuple(map(_text, record_row(r, _ts, bytes.decode, packer))) for r in batch]
+
+    rules = [row for r in firsts for row in rule_rows(r, _ts)]
+    return rows(firsts), rows(repeats), rules, packer.blobs
+
+
+async def _blobs(conn: psycopg.AsyncConnection[Any], digests: set[bytes]) -> dict[bytes, bytes]:
+    cur = await conn.execute(SELECT_BLOBS, [list(digests)])
+    return {bytes(digest): read_blob(bytes(body)) for digest, body in await cur.fetchall()}
+
+
+async def _collect(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Delete the payloads no kept record references (after records were deleted)."""
+    cur = await conn.execute(OLDEST.encode())
+    row = await cur.fetchone()
+    kept = NEVER if row is None or row[0] is None else epoch(row[0])
+    await conn.execute(collect_sql(DIALECT).encode(), [kept])
 
 
 class PostgresRepairLog:
@@ -115,18 +176,61 @@ class PostgresRepairLog:
     async def write(self, records: Sequence[Record]) -> None:
         if not records:
             return
-        rows, rules = await asyncio.to_thread(_rows, records)
+        latest = epoch(max(r.created_at for r in records))
         async with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
-            await cur.executemany(INSERT, rows)
+            keys = repeat_keys(records)
+            known = {}
+            for key in set(keys.values()):
+                await cur.execute(first_sql(DIALECT).encode(), list(key))
+                row = await cur.fetchone()
+                if row is not None:
+                    known[key] = row[0]
+            bumps = assign_repeats(records, keys, known)
+            firsts, turns, rules, blobs = await asyncio.to_thread(_rows, records)
+            await cur.executemany(INSERT, firsts)
+            await cur.executemany(INSERT_TURN, turns)
             await cur.executemany(INSERT_RULE, rules)
+            await cur.execute(LAST_USED, [list(blobs)])
+            stored = {bytes(d): used for d, used in await cur.fetchall()}
+            payloads, stale = await asyncio.to_thread(new_payloads, blobs, stored, latest)
+            await cur.executemany(INSERT_PAYLOAD, payloads)
+            if stale:
+                await cur.execute(TOUCH, [latest, stale])
+            for first, (count, seen) in bumps.items():
+                await cur.execute(bump_sql(DIALECT).encode(), [count, seen, seen, first])
 
     async def get(self, record_id: str) -> dict[str, Any] | None:
-        rows = await self._select(get_sql(DIALECT), [record_id])
-        return rows[0] if rows else None
+        async with self._connection() as conn, conn.transaction():
+            # One snapshot: retention cannot take a payload between the reads.
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            async with conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(get_sql(DIALECT).encode(), [record_id])
+                found = await cur.fetchone()
+                if found is None:
+                    await cur.execute(get_sql(DIALECT, "turns").encode(), [record_id])
+                    found = await cur.fetchone()
+            if found is None:
+                return None
+            row = _loaded(found)
+            if row.pop("packed"):
+                bodies = skeletons(row)
+                blobs = await _blobs(conn, chunk_refs(bodies))
+                blobs.update(await _blobs(conn, leaf_refs(bodies, blobs)))
+                try:
+                    unpack_bodies(row, blobs)
+                except KeyError as exc:
+                    raise RepairLogError(f"record {record_id}: a payload is missing") from exc
+            return row
 
     async def query(self, q: RecordQuery) -> tuple[list[dict[str, Any]], str | None]:
         sql, params = page_sql(q, DIALECT)
-        return page_of(await self._select(sql, params), q.limit)
+        async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql.encode(), params)
+            rows = [_loaded(row) for row in await cur.fetchall()]
+            refs = findings_refs(rows)
+            if refs:
+                unpack_findings(rows, await _blobs(conn, refs))
+        return page_of(rows, q.limit)
 
     async def stats(self, since: datetime | None) -> dict[str, Any]:
         stats = empty_stats(since)
@@ -139,9 +243,14 @@ class PostgresRepairLog:
         return stats
 
     async def delete(self, before: datetime) -> int:
-        async with self._connection() as conn:
+        async with self._connection() as conn, conn.transaction():
             cur = await conn.execute("DELETE FROM records WHERE created_at < %s", [before])
-            return cur.rowcount
+            deleted = cur.rowcount
+            cur = await conn.execute("DELETE FROM turns WHERE created_at < %s", [before])
+            deleted += cur.rowcount
+            if deleted:
+                await _collect(conn)
+            return deleted
 
     async def prune(self, retention_days: float, max_records: int) -> int:
         cutoff = cutoff_for(retention_days)
@@ -154,10 +263,17 @@ class PostgresRepairLog:
             )
             oldest_kept = await cur.fetchone()
             if oldest_kept is not None:
-                cur = await conn.execute(
-                    "DELETE FROM records WHERE (created_at, id) < (%s, %s)", list(oldest_kept)
-                )
-                deleted += cur.rowcount
+                async with conn.transaction():
+                    gone = 0
+                    for table in ("records", "turns"):
+                        cur = await conn.execute(
+                            f"DELETE FROM {table} WHERE (created_at, id) < (%s, %s)".encode(),
+                            list(oldest_kept),
+                        )
+                        gone += cur.rowcount
+                    if gone:
+                        await _collect(conn)
+                deleted += gone
         return deleted
 
     async def ping(self) -> None:
@@ -167,11 +283,6 @@ class PostgresRepairLog:
             row = await cur.fetchone()
         if row is not None and row[0] == "on":
             raise RepairLogUnavailable("postgres: the server is read-only")
-
-    async def _select(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-        async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(sql.encode(), params)
-            return [_loaded(row) for row in await cur.fetchall()]
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:

@@ -55,6 +55,14 @@ class Record:
     #: Each request sent upstream, when a refusal was repaired and retried (else None):
     #: ``{forwarded, upstream_status, upstream_error, upstream_error_kind, retried_rule}``.
     attempts: list[dict[str, Any]] | None = None
+    #: The conversation the request belongs to (:mod:`proxy.repairlog.conversation`), set by
+    #: the capture step from the body as received.
+    conversation: str | None = None
+    #: The first record of this conversation with the same findings, when this one repeats it
+    #: (set by the backend as it writes); on a first record, how often it repeated and when last.
+    repeat_of: str | None = None
+    repeats: int = 0
+    last_seen: datetime | None = None
     id: str = field(default_factory=new_record_id)
     created_at: datetime = field(default_factory=utcnow)
     #: Bytes of the request bodies it holds, for the writer's memory bound; not stored.

@@ -6,17 +6,27 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from proxy.repairlog.base import dumps, rule_counts
+from proxy.repairlog.base import ALL_FIELDS, dumps, rule_counts
+from proxy.repairlog.conversation import finding_key
+from proxy.repairlog.payloads import Packer, pack_bodies
 from proxy.repairlog.record import Record, utcnow
+
+#: The columns a backend writes: every field of a record, then the finding key (what a repeat
+#: is matched on) and ``packed`` (1: the bodies are skeletons, :mod:`~proxy.repairlog.payloads`;
+#: NULL in rows written before content addressing, whose bodies are stored whole).
+STORED_FIELDS = (*ALL_FIELDS, "finding_key", "packed")
 
 
 def record_row(
-    record: Record, ts: Callable[[datetime], Any], blob: Callable[[bytes], Any]
+    record: Record, ts: Callable[[datetime], Any], blob: Callable[[bytes], Any], packer: Packer
 ) -> tuple[Any, ...]:
-    """One ``records`` row; ``ts`` and ``blob`` adapt timestamps and JSON to the driver."""
+    """One ``records`` row (:data:`STORED_FIELDS`); ``ts`` and ``blob`` adapt timestamps and
+    JSON to the driver; the bodies are packed by ``packer``, which collects their blobs."""
 
     def json(value: Any) -> Any:
         return None if value is None else blob(dumps(value))
+
+    bodies = packer_bodies(record, packer)
 
     return (
         record.id,
@@ -35,13 +45,28 @@ def record_row(
         record.status,
         record.proxy_error,
         record.ending,
+        record.conversation,
+        record.repeat_of,
+        record.repeats,
+        None if record.last_seen is None else ts(record.last_seen),
         blob(dumps(rule_counts(record.findings))),
-        blob(dumps(record.findings)),
+        blob(dumps(bodies.get("findings", record.findings))),
         record.upstream_error,
-        json(record.received),
-        json(record.forwarded),
-        json(record.attempts),
+        json(bodies["received"]),
+        json(bodies["forwarded"]),
+        json(bodies["attempts"]),
+        finding_key(record),
+        1,
     )
+
+
+def packer_bodies(record: Record, packer: Packer) -> dict[str, Any]:
+    """The record's bodies as skeletons; their blobs go to ``packer``."""
+    bodies = {"received": record.received, "forwarded": record.forwarded}
+    bodies["attempts"] = record.attempts
+    if record.repeat_of is not None:
+        bodies["findings"] = record.findings
+    return pack_bodies(bodies, packer)
 
 
 def rule_rows(record: Record, ts: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:

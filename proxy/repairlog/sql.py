@@ -21,6 +21,7 @@ from proxy.repairlog.base import (
     RecordQuery,
     encode_cursor,
 )
+from proxy.repairlog.payloads import stored_blob
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,7 @@ class Dialect:
 
 
 def columns(d: Dialect, names: tuple[str, ...], alias: str = "r") -> str:
-    scalars = set(SCALAR_FIELDS) | {"upstream_error"}
+    scalars = set(SCALAR_FIELDS) | {"upstream_error", "packed"}
     return ", ".join(
         f"{alias}.{name}" if name in scalars else d.json(f"{alias}.{name}") for name in names
     )
@@ -50,9 +51,21 @@ def page_sql(q: RecordQuery, d: Dialect) -> tuple[str, list[Any]]:
         when, key = "k.created_at", "k.record_id"
         where += [f"k.rule = {d.ph}", "r.id = k.record_id"]
         params.append(q.rule)
+    elif q.conversation is not None:
+        # A conversation's turns: its first records and the repeats stored in ``turns``.
+        names = ", ".join(SUMMARY_FIELDS)
+        source = (
+            f"(SELECT {names} FROM records WHERE conversation = {d.ph}"
+            f" UNION ALL SELECT {names} FROM turns WHERE conversation = {d.ph}) r"
+        )
+        params += [q.conversation, q.conversation]
+        when, key = "r.created_at", "r.id"
     else:
         source = "records r"
         when, key = "r.created_at", "r.id"
+    if q.conversation is not None and q.rule is not None:
+        where.append(f"r.conversation = {d.ph}")
+        params.append(q.conversation)
     for name, value in q.filters().items():
         where.append(f"r.{name} = {d.ph}")
         params.append(value)
@@ -82,8 +95,68 @@ def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]
     return rows, encode_cursor(last["created_at"], last["id"])
 
 
-def get_sql(d: Dialect) -> str:
-    return f"SELECT {columns(d, ALL_FIELDS)} FROM records r WHERE r.id = {d.ph}"
+def get_sql(d: Dialect, table: str = "records") -> str:
+    """One whole record (of ``records`` or ``turns``), with ``packed`` (whether its bodies are
+    skeletons) last."""
+    return f"SELECT {columns(d, (*ALL_FIELDS, 'packed'))} FROM {table} r WHERE r.id = {d.ph}"
+
+
+def first_sql(d: Dialect) -> str:
+    """The first record of a conversation with a finding key (what a repeat points at)."""
+    return (
+        f"SELECT id FROM records WHERE conversation = {d.ph} AND finding_key = {d.ph}"
+        " ORDER BY created_at, id LIMIT 1"
+    )
+
+
+def bump_sql(d: Dialect) -> str:
+    """Count ``n`` repeats on a first record, last seen at ``moment``: (n, moment, moment, id)."""
+    return (
+        f"UPDATE records SET repeats = repeats + {d.ph}, last_seen = CASE WHEN last_seen IS NULL"
+        f" OR last_seen < {d.ph} THEN {d.ph} ELSE last_seen END WHERE id = {d.ph}"
+    )
+
+
+def blobs_sql(d: Dialect, count: int) -> str:
+    """The payloads of ``count`` digests."""
+    return f"SELECT digest, body FROM payloads WHERE digest IN ({', '.join([d.ph] * count)})"
+
+
+#: The oldest kept record's time when no record is kept: every payload can go.
+NEVER = 2**62
+
+
+#: The time of the oldest record or turn kept (NULL when there is none).
+OLDEST = (
+    "SELECT min(m) FROM (SELECT min(created_at) AS m FROM records"
+    " UNION ALL SELECT min(created_at) FROM turns) AS oldest"
+)
+
+
+def epoch(moment: datetime) -> int:
+    """A record time as the Unix seconds of ``payloads.last_used``."""
+    return int(moment.timestamp())
+
+
+#: How stale a payload's ``last_used`` may get before a write bumps it (seconds): a payload in
+#: use is rewritten at most once per period, and outlives its last record by at most that.
+LAST_USED_SLACK = 3600
+
+
+def new_payloads(
+    blobs: dict[bytes, bytes], stored: dict[bytes, int], now: int
+) -> tuple[list[tuple[bytes, int, bytes]], list[bytes]]:
+    """The payload rows to insert (not stored yet, compressed) and the stored digests whose
+    ``last_used`` is stale (older than ``now`` by more than :data:`LAST_USED_SLACK`)."""
+    rows = [(d, now, stored_blob(data)) for d, data in blobs.items() if d not in stored]
+    stale = [d for d, used in stored.items() if used < now - LAST_USED_SLACK]
+    return rows, stale
+
+
+def collect_sql(d: Dialect) -> str:
+    """Delete the payloads no kept record can reference; the parameter is the oldest kept
+    record's time in Unix seconds (a huge number when none is kept)."""
+    return f"DELETE FROM payloads WHERE last_used < {d.ph} - {LAST_USED_SLACK}"
 
 
 def stats_sql(d: Dialect, since: datetime | None) -> tuple[list[tuple[str, str]], list[Any]]:

@@ -24,24 +24,50 @@ from typing import Any, ParamSpec, TypeVar
 import orjson
 
 from proxy.repairlog.base import (
-    ALL_FIELDS,
     RecordQuery,
     RepairLogError,
     RepairLogUnavailable,
     empty_stats,
     iso,
 )
+from proxy.repairlog.conversation import assign_repeats, repeat_keys
+from proxy.repairlog.payloads import (
+    Packer,
+    chunk_refs,
+    findings_refs,
+    leaf_refs,
+    read_blob,
+    skeletons,
+    unpack_bodies,
+    unpack_findings,
+)
 from proxy.repairlog.record import Record
-from proxy.repairlog.rows import cutoff_for, record_row, rule_rows
-from proxy.repairlog.sql import Dialect, get_sql, page_of, page_sql, stats_sql
+from proxy.repairlog.rows import STORED_FIELDS, cutoff_for, record_row, rule_rows
+from proxy.repairlog.sql import (
+    NEVER,
+    OLDEST,
+    Dialect,
+    blobs_sql,
+    bump_sql,
+    collect_sql,
+    epoch,
+    first_sql,
+    get_sql,
+    new_payloads,
+    page_of,
+    page_sql,
+    stats_sql,
+)
 from proxy.repairlog.sqlite_conn import Handle, transaction
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 DIALECT = Dialect("sqlite", "?", iso, lambda column: column)
-INSERT = f"INSERT OR IGNORE INTO records ({', '.join(ALL_FIELDS)}) VALUES "
+INSERT = f"INSERT OR IGNORE INTO records ({', '.join(STORED_FIELDS)}) VALUES "
+INSERT_TURN = f"INSERT OR IGNORE INTO turns ({', '.join(STORED_FIELDS)}) VALUES "
 INSERT_RULE = "INSERT OR IGNORE INTO record_rules VALUES "
+INSERT_PAYLOAD = "INSERT OR IGNORE INTO payloads (digest, last_used, body) VALUES "
 #: Bound parameters per statement: SQLite's historic minimum limit (SQLITE_MAX_VARIABLE_NUMBER).
 MAX_VARIABLES = 999
 JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded", "attempts"})
@@ -50,7 +76,9 @@ JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded", "attempt
 PING_BUSY_TIMEOUT = 0.25
 
 
-def _insert_many(conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, ...]]) -> None:
+def _insert_many(
+    conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, ...]], end: str = ""
+) -> None:
     """Insert ``rows`` with a few multi-row statements rather than one statement per row.
 
     Each statement releases and takes back the GIL: while the event loop keeps the GIL busy
@@ -64,7 +92,7 @@ def _insert_many(conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, ..
     for start in range(0, len(rows), per_statement):
         chunk = rows[start : start + per_statement]
         values = ", ".join(["(" + ", ".join("?" * width) + ")"] * len(chunk))
-        conn.execute(insert + values, [value for row in chunk for value in row])
+        conn.execute(insert + values + end, [value for row in chunk for value in row])
 
 
 def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
@@ -78,6 +106,27 @@ def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
         item["stream"] = bool(item["stream"])
         out.append(item)
     return out
+
+
+def _blobs(conn: sqlite3.Connection, digests: set[bytes]) -> dict[bytes, bytes]:
+    found: dict[bytes, bytes] = {}
+    ordered = list(digests)
+    for start in range(0, len(ordered), MAX_VARIABLES):
+        part = ordered[start : start + MAX_VARIABLES]
+        for digest, body in conn.execute(blobs_sql(DIALECT, len(part)), part):
+            found[digest] = read_blob(body)
+    return found
+
+
+def _last_used(conn: sqlite3.Connection, digests: list[bytes]) -> dict[bytes, int]:
+    """The stored digests among ``digests``, with their ``last_used``."""
+    found: dict[bytes, int] = {}
+    for start in range(0, len(digests), MAX_VARIABLES):
+        part = digests[start : start + MAX_VARIABLES]
+        marks = ", ".join("?" * len(part))
+        sql = f"SELECT digest, last_used FROM payloads WHERE digest IN ({marks})"
+        found.update(conn.execute(sql, part).fetchall())
+    return found
 
 
 class SQLiteRepairLog:
@@ -114,12 +163,11 @@ class SQLiteRepairLog:
             await self._on_writer(self._write_sync, list(records))
 
     async def get(self, record_id: str) -> dict[str, Any] | None:
-        rows = await self._on_reader(self._select, get_sql(DIALECT), [record_id])
-        return rows[0] if rows else None
+        return await self._on_reader(self._get_sync, record_id)
 
     async def query(self, q: RecordQuery) -> tuple[list[dict[str, Any]], str | None]:
         sql, params = page_sql(q, DIALECT)
-        return page_of(await self._on_reader(self._select, sql, params), q.limit)
+        return page_of(await self._on_reader(self._page_sync, sql, params), q.limit)
 
     async def stats(self, since: datetime | None) -> dict[str, Any]:
         return await self._on_reader(self._stats_sync, since)
@@ -149,19 +197,47 @@ class SQLiteRepairLog:
         self._write_handle.get()
 
     def _write_sync(self, records: list[Record]) -> None:
-        rows = [record_row(r, iso, bytes) for r in records]
-        rules = [row for r in records for row in rule_rows(r, iso)]
         conn = self._write_handle.get()
         with transaction(conn):
-            _insert_many(conn, INSERT, rows)
-            _insert_many(conn, INSERT_RULE, rules)
+            keys = repeat_keys(records)
+            known = {}
+            for key in set(keys.values()):
+                row = conn.execute(first_sql(DIALECT), list(key)).fetchone()
+                if row is not None:
+                    known[key] = row[0]
+            bumps = assign_repeats(records, keys, known)
+            packer = Packer()
+            firsts = [r for r in records if r.repeat_of is None]
+            repeats = [r for r in records if r.repeat_of is not None]
+            latest = epoch(max(r.created_at for r in records))
+            _insert_many(conn, INSERT, [record_row(r, iso, bytes, packer) for r in firsts])
+            _insert_many(conn, INSERT_TURN, [record_row(r, iso, bytes, packer) for r in repeats])
+            _insert_many(conn, INSERT_RULE, [row for r in firsts for row in rule_rows(r, iso)])
+            stored = _last_used(conn, list(packer.blobs))
+            payloads, stale = new_payloads(packer.blobs, stored, latest)
+            _insert_many(conn, INSERT_PAYLOAD, payloads)
+            for start in range(0, len(stale), MAX_VARIABLES - 1):
+                part = stale[start : start + MAX_VARIABLES - 1]
+                marks = ", ".join("?" * len(part))
+                conn.execute(
+                    f"UPDATE payloads SET last_used = ? WHERE digest IN ({marks})", [latest, *part]
+                )
+            for first, (count, seen) in bumps.items():
+                conn.execute(bump_sql(DIALECT), [count, iso(seen), iso(seen), first])
 
     def _delete_sync(self, where: str, params: list[Any]) -> int:
+        """Delete the records ``where`` names, then the payloads no kept record references."""
         conn = self._write_handle.get()
         with transaction(conn):
             doomed = f"SELECT id FROM records WHERE {where}"
             conn.execute(f"DELETE FROM record_rules WHERE record_id IN ({doomed})", params)
-            return conn.execute(f"DELETE FROM records WHERE {where}", params).rowcount
+            deleted = conn.execute(f"DELETE FROM records WHERE {where}", params).rowcount
+            deleted += conn.execute(f"DELETE FROM turns WHERE {where}", params).rowcount
+            if deleted:
+                oldest = conn.execute(OLDEST).fetchone()[0]
+                kept = NEVER if oldest is None else epoch(datetime.fromisoformat(oldest))
+                conn.execute(collect_sql(DIALECT), [kept])
+            return deleted
 
     def _prune_sync(self, retention_days: float, max_records: int) -> int:
         deleted = 0
@@ -203,6 +279,35 @@ class SQLiteRepairLog:
 
     def _select(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         return _dicts(self._reader_conn().execute(sql, params))
+
+    def _page_sync(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        conn = self._reader_conn()
+        rows = _dicts(conn.execute(sql, params))
+        refs = findings_refs(rows)
+        if refs:
+            unpack_findings(rows, _blobs(conn, refs))
+        return rows
+
+    def _get_sync(self, record_id: str) -> dict[str, Any] | None:
+        conn = self._reader_conn()
+        conn.execute("BEGIN")  # one snapshot: retention cannot take a payload between reads
+        try:
+            rows = _dicts(conn.execute(get_sql(DIALECT), [record_id]))
+            rows = rows or _dicts(conn.execute(get_sql(DIALECT, "turns"), [record_id]))
+            if not rows:
+                return None
+            row = rows[0]
+            if row.pop("packed"):
+                bodies = skeletons(row)
+                blobs = _blobs(conn, chunk_refs(bodies))
+                blobs.update(_blobs(conn, leaf_refs(bodies, blobs)))
+                try:
+                    unpack_bodies(row, blobs)
+                except KeyError as exc:
+                    raise RepairLogError(f"record {record_id}: a payload is missing") from exc
+            return row
+        finally:
+            conn.execute("COMMIT")
 
     def _stats_sync(self, since: datetime | None) -> dict[str, Any]:
         conn = self._reader_conn()

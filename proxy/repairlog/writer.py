@@ -223,6 +223,7 @@ class RecordWriter:
                 return []
             return await self._one_by_one(batch, captured)
         self._succeeded(len(batch))
+        metrics.REPAIRLOG_REPEATS.inc(sum(r.repeat_of is not None for r in captured))
         return []
 
     async def _one_by_one(self, batch: list[Record], captured: list[Record]) -> list[Record]:

@@ -288,9 +288,11 @@ def test_sqlite_disk_full_then_space_again(
 
 
 def sqlite_count(path: Path) -> int:
-    """The number of records in a SQLite log file, read directly."""
+    """The number of records in a SQLite log file, read directly (a conversation's repeated
+    turns are kept in ``turns``)."""
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        return int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
+        sql = "SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM turns)"
+        return int(conn.execute(sql).fetchone()[0])
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------
@@ -299,7 +301,8 @@ def sqlite_count(path: Path) -> int:
 def pg_ids(url: str) -> dict[str, str | None]:
     """Record id -> model, read straight from the schema the URL names."""
     with psycopg.connect(url) as conn:
-        return dict(conn.execute("SELECT id, model FROM records").fetchall())
+        sql = "SELECT id, model FROM records UNION ALL SELECT id, model FROM turns"
+        return dict(conn.execute(sql).fetchall())
 
 
 @pytest.mark.postgres

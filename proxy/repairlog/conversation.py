@@ -1,0 +1,95 @@
+"""Which conversation a request belongs to, and whether its findings repeat an earlier turn's.
+
+Agents resend the whole history every turn, so one break recurs on every later turn of its
+conversation. The repair log groups those turns: a record carries a conversation key and a
+finding key, and a record whose conversation already has a record with the same finding key is
+a *repeat* of that first record (it counts on the first record as ``repeats`` and
+``last_seen``). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from proxy.repairlog.record import Record
+
+#: History items read for the key at most, when no user turn comes early (bounded work).
+_START_ITEMS = 8
+
+
+def _hex(*parts: Any) -> str:
+    return hashlib.blake2b(orjson.dumps(parts), digest_size=8).hexdigest()
+
+
+def conversation_key(path: str, body: Any) -> str | None:
+    """A stable key for the conversation ``body`` belongs to, or None when there is none.
+
+    The client's own conversation id where the API has one (Responses' ``conversation``, the
+    session in an Anthropic ``metadata.user_id`` as Claude Code sends it); otherwise the
+    history's stable start: the system text (``system``/``instructions``) and the items up to
+    and including the first user turn. Later turns only add items, so the start stays the same.
+    """
+    if not isinstance(body, dict):
+        return None
+    conversation = body.get("conversation")
+    if isinstance(conversation, dict):
+        conversation = conversation.get("id")
+    if isinstance(conversation, str) and conversation:
+        return _hex("conversation", path, conversation)
+    metadata = body.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+    if isinstance(user_id, str) and "session" in user_id:
+        return _hex("session", path, user_id)
+    history = body.get("messages", body.get("input"))
+    if not isinstance(history, list) or not history:
+        return None
+    start = []
+    for item in history[:_START_ITEMS]:
+        start.append(item)
+        if isinstance(item, dict) and item.get("role") == "user":
+            break
+    return _hex("start", path, body.get("system"), body.get("instructions"), start)
+
+
+def finding_key(record: Record) -> str:
+    """The same findings at the same places (whatever their order), with the same fate for the
+    client (outcome, status, how the answer ended), give the same key: a turn whose answer was
+    cut, or that failed where the first succeeded, is a first record of its own, listed."""
+    places = sorted({(str(f.get("rule")), str(f.get("path"))) for f in record.findings})
+    return _hex(record.outcome, record.status, record.ending, places)
+
+
+#: A conversation and a finding key: what a repeat is matched on.
+RepeatKey = tuple[str, str]
+
+
+def repeat_keys(records: Sequence[Record]) -> dict[str, RepeatKey]:
+    """Each record's repeat key, by record id (records without a conversation have none)."""
+    return {r.id: (r.conversation, finding_key(r)) for r in records if r.conversation is not None}
+
+
+def assign_repeats(
+    records: Sequence[Record], keys: dict[str, RepeatKey], firsts: dict[RepeatKey, str]
+) -> dict[str, tuple[int, datetime]]:
+    """Mark the records that repeat a first record, in order; the counts to add to each first.
+
+    ``firsts`` holds the first records already stored, by key; a record with no first becomes
+    the first of its key for the records after it in the batch.
+    """
+    bumps: dict[str, tuple[int, datetime]] = {}
+    for record in records:
+        key = keys.get(record.id)
+        if key is None:
+            continue
+        first = firsts.setdefault(key, record.id)
+        if first == record.id:
+            continue
+        record.repeat_of = first
+        count, seen = bumps.get(first, (0, record.created_at))
+        bumps[first] = (count + 1, max(seen, record.created_at))
+    return bumps
