@@ -277,13 +277,17 @@ def _dropped(url: str) -> int:
 # --- the stores ----------------------------------------------------------------------------
 
 
+#: Every stored record's id (a conversation's repeated turns are kept in ``turns``).
+STORED_IDS = "SELECT id FROM records UNION ALL SELECT id FROM turns"
+
+
 @contextlib.contextmanager
 def sqlite_store(folder: Path) -> Iterator[tuple[str, Any]]:
     path = folder / "soak.sqlite3"
 
     def stored() -> set[str]:
         with contextlib.closing(sqlite3.connect(path)) as conn:
-            return {row[0] for row in conn.execute("SELECT id FROM records")}
+            return {row[0] for row in conn.execute(STORED_IDS)}
 
     yield f"sqlite:///{path}", stored
 
@@ -299,7 +303,7 @@ def postgres_store(base: str) -> Iterator[tuple[str, Any]]:
 
     def stored() -> set[str]:
         with psycopg.connect(url) as conn:
-            return {row[0] for row in conn.execute("SELECT id FROM records")}
+            return {row[0] for row in conn.execute(STORED_IDS)}
 
     try:
         yield url, stored
