@@ -342,6 +342,7 @@ def test_openapi_documents_the_endpoints() -> None:
         "until",
         "limit",
         "cursor",
+        "conversation",
     }
     [ending] = [p for p in listing["parameters"] if p["name"] == "ending"]
     assert "upstream_cut" in str(ending["schema"])
