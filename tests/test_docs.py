@@ -8,21 +8,23 @@ from pathlib import Path
 import pytest
 
 from proxy.core.chat.rules import PIPELINE, RULES
+from proxy.core.messages import rules as messages
 from proxy.core.policy import DIALECTS, build_policy
+from proxy.core.rule import Rule
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
 
 
-def rule_table() -> str:
-    """The README's rule table; regenerate with
+def rule_table(pipeline: tuple[Rule, ...] = PIPELINE) -> str:
+    """The README's rule table (chat's; Messages' with ``messages.PIPELINE``); regenerate with
     ``python -c "from tests.test_docs import rule_table; print(rule_table())"``."""
     presets = {name: build_policy(name) for name in DIALECTS}  # one column per provider preset
     lines = [
         "| rule | what it catches | repairs (first = default) | " + " | ".join(presets) + " |",
         "|---|---|---|" + "---|" * len(presets),
     ]
-    for r in PIPELINE:
+    for r in pipeline:
         cells = [presets[p].settings[r.name].action for p in presets]
         repairs = ", ".join(f"`{a}`" for a in r.repairs) or "(reject only)"
         summary = r.summary.replace("|", "\\|")
@@ -37,6 +39,10 @@ def _between(text: str, marker: str) -> str:
 
 def test_readme_rule_table_matches_the_registry() -> None:
     assert _between(README, "rules") == rule_table()
+
+
+def test_readme_messages_rule_table_matches_the_registry() -> None:
+    assert _between(README, "messages-rules") == rule_table(messages.PIPELINE)
 
 
 @pytest.mark.parametrize("name", list(RULES))

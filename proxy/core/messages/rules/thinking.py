@@ -1,0 +1,233 @@
+"""Rules about thinking blocks: signatures, the thinking a provider wants on tool turns, the
+final assistant message, and the open tool loop under ``thinking: enabled``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+
+from proxy.core.messages.items import THINKING, Block, Messages, blocks
+from proxy.core.messages.rules.common import facts, model_in, thinking_type, turns, with_content
+from proxy.core.rule import Hit, Params, rule
+
+#: Shortest signature taken as whole: Anthropic's are long base64 strings, and a 24-character
+#: one reproduces M18 (codex2api PR#613).
+MIN_SIGNATURE = 32
+
+
+def _unsigned(block: Block) -> bool:
+    """No signature, an empty one, or one cut short (too short, or not base64 any more)."""
+    signature = block.get("signature")
+    if type(signature) is not str or len(signature) < MIN_SIGNATURE:
+        return True
+    try:
+        base64.b64decode(signature, validate=True)
+    except (binascii.Error, ValueError):
+        return True
+    return False
+
+
+@rule(
+    "messages_unsigned_thinking",
+    api="messages",
+    hint="Send thinking blocks back exactly as received, with their signature (or leave them out).",
+)
+def messages_unsigned_thinking(history: Messages, params: Params) -> list[Hit]:
+    """A ``thinking`` block without a whole signature (missing, empty or truncated), sent where
+    signatures are checked.
+
+    Relays and transcripts lose signatures: Anthropic answers ``messages.{i}.content.{j}:
+    Invalid `signature` in `thinking` block`` or ``….thinking.signature: Field required``
+    (anthropic-messages.md M18; claude-code#10627, kaitranntt/ccs#415, codex2api PR#613;
+    DeepSeek takes ``signature: ""``). The ``drop`` repair drops the block (prior-turn
+    thinking may be omitted); a fake signature is never written (CLIProxyAPI PR#570). In the
+    open tool loop under ``enabled``, ``messages_thinking_first`` then disables thinking.
+    """
+    if not facts(params).signed_thinking:
+        return []
+    return [
+        Hit(i, f".content[{j}]", "thinking block without a signature", j)
+        for i, j, block in history.blocks_at()
+        if block["type"] == "thinking" and _unsigned(block)
+    ]
+
+
+@messages_unsigned_thinking.repair("drop")
+def _drop_unsigned(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
+    return _drop_blocks(history, {(h.index, h.data) for h in hits})
+
+
+def _drop_blocks(history: Messages, places: set[tuple[int, int]]) -> Messages:
+    changes = {}
+    for i in {i for i, _ in places}:
+        content = [b for j, b in enumerate(blocks(history.messages[i])) if (i, j) not in places]
+        changes[i] = with_content(history.messages[i], content)
+    return history.replace(changes)
+
+
+def _thinks(history: Messages, params: Params) -> bool:
+    """Whether the request runs in thinking mode on a provider that wants thinking on tool
+    turns (M21): always-thinking models, else the request's switch, else the model's
+    default."""
+    known = facts(params)
+    if model_in(history, known.thinking_always_models):
+        return True
+    kind = thinking_type(history.request)
+    if kind in ("enabled", "disabled"):
+        return kind == "enabled" and bool(
+            known.thinking_default_models or known.thinking_always_models
+        )
+    return model_in(history, known.thinking_default_models)
+
+
+@rule(
+    "messages_thinking_on_tool_turns",
+    api="messages",
+    tools_only=True,
+    hint="In thinking mode, send every assistant tool_use message back with its thinking block.",
+)
+def messages_thinking_on_tool_turns(history: Messages, params: Params) -> list[Hit]:
+    """Thinking mode on DeepSeek or Kimi: an assistant message with ``tool_use`` but no
+    thinking block.
+
+    DeepSeek answers ``The `content[].thinking` in the thinking mode must be passed back to
+    the API.`` (in OpenAI's shape), Kimi ``thinking is enabled but reasoning_content is missing
+    in assistant tool call message at index {i}`` (anthropic-messages.md M21; aether#31,
+    CSSwitch PR#72/#73, claudian#759, claude-code#37757). The ``add`` repair puts an empty
+    thinking block first in the message (DeepSeek accepts empty thinking, Kimi inferred).
+    """
+    if not _thinks(history, params):
+        return []
+    hits = []
+    for i, message in enumerate(history.messages):
+        kinds = {b["type"] for b in blocks(message)}
+        if history.roles[i] == "assistant" and "tool_use" in kinds and "thinking" not in kinds:
+            hits.append(Hit(i, ".content", "tool_use message without thinking in thinking mode"))
+    return hits
+
+
+@messages_thinking_on_tool_turns.repair("add")
+def _add_thinking(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
+    empty: Block = {"type": "thinking", "thinking": ""}
+    return history.replace(
+        {
+            h.index: with_content(
+                history.messages[h.index], [empty, *blocks(history.messages[h.index])]
+            )
+            for h in hits
+        }
+    )
+
+
+@rule(
+    "messages_final_assistant",
+    api="messages",
+    hint="End a prefill (final assistant message) with text, without trailing whitespace, and "
+    "without thinking unless thinking is on.",
+)
+def messages_final_assistant(history: Messages, params: Params) -> list[Hit]:
+    """A final (prefill) assistant message with thinking while thinking is off, ending in a
+    thinking block, or ending in whitespace.
+
+    Anthropic answers ``When thinking is disabled, an `assistant` message in the final
+    position cannot contain `thinking`.``, ``The final block in an assistant message cannot
+    be `thinking`.`` and ``final assistant content cannot end with trailing whitespace``
+    (anthropic-messages.md M19, M20, M14; forgecode#1853, #2107, #1872, opencode#1295). The
+    ``trim`` repair drops the thinking blocks (M19) or the trailing thinking block (M20) and
+    strips the trailing whitespace of the last text (a text left empty goes).
+    """
+    if not facts(params).signed_thinking or history.roles[-1] != "assistant":
+        return []
+    i = len(history) - 1
+    content = history.messages[i]["content"]
+    if type(content) is str:
+        return (
+            [Hit(i, ".content", "final assistant content ends in whitespace")]
+            if content != content.rstrip()
+            else []
+        )
+    return _final_hits(history, i, content)
+
+
+def _final_hits(history: Messages, i: int, content: list[Block]) -> list[Hit]:
+    on = thinking_type(history.request) in ("enabled", "adaptive")
+    thinking = [j for j, b in enumerate(content) if b["type"] in THINKING]
+    if thinking and not on:
+        return [
+            Hit(i, f".content[{j}]", "thinking in a final assistant message, thinking off")
+            for j in thinking
+        ]
+    if content and content[-1]["type"] == "thinking":
+        return [Hit(i, f".content[{len(content) - 1}]", "final assistant message ends in thinking")]
+    last = content[-1] if content else None
+    if last is not None and last["type"] == "text" and last["text"] != last["text"].rstrip():
+        return [
+            Hit(i, f".content[{len(content) - 1}]", "final assistant content ends in whitespace")
+        ]
+    return []
+
+
+@messages_final_assistant.repair("trim")
+def _trim(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
+    i = len(history) - 1
+    message = history.messages[i]
+    content = message["content"]
+    if type(content) is str:
+        return history.replace({i: {**message, "content": content.rstrip()}})
+    on = thinking_type(history.request) in ("enabled", "adaptive")
+    kept = [b for b in content if on or b["type"] not in THINKING]
+    while kept and kept[-1]["type"] == "thinking":
+        kept.pop()
+    if kept and kept[-1]["type"] == "text":
+        text = kept[-1]["text"].rstrip()
+        kept[-1:] = [{**kept[-1], "text": text}] if text else []
+    return history.replace({i: with_content(message, kept)})
+
+
+@rule(
+    "messages_thinking_first",
+    api="messages",
+    tools_only=True,
+    hint="With thinking enabled, send the open tool loop's assistant message back starting with "
+    "its thinking block (or disable thinking).",
+)
+def messages_thinking_first(history: Messages, params: Params) -> list[Hit]:
+    """``thinking: enabled``, and the assistant message of the open tool loop does not start
+    with a thinking block.
+
+    Anthropic answers ``messages.{i}.content.0.type: Expected `thinking` or
+    `redacted_thinking`, but found `{type}`. When `thinking` is enabled, a final `assistant`
+    message must start with a thinking block … To avoid this requirement, disable
+    `thinking`.`` (anthropic-messages.md M17; haystack-core-integrations#2146, mastra#7799,
+    kilocode#5219, opencode#3077). The ``disable`` repair sets ``thinking: {"type":
+    "disabled"}`` for this request, the error's own advice; thinking is never made up.
+    """
+    if not facts(params).signed_thinking or thinking_type(history.request) != "enabled":
+        return []
+    ts = turns(history, facts(params).merges_same_role)
+    if len(ts) < 2 or ts[-1].role != "user" or ts[-2].role != "assistant":
+        return []
+    last = ts[-1]
+    if not any(
+        b["type"] == "tool_result" for i in last.members for b in blocks(history.messages[i])
+    ):
+        return []
+    call = history.messages[ts[-2].first]
+    first = blocks(call)[0]["type"] if blocks(call) else "text"
+    if first in THINKING:
+        return []
+    return [Hit(ts[-2].first, ".content[0].type", f"expected thinking, found {first}")]
+
+
+@messages_thinking_first.repair("disable")
+def _disable(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
+    return history.with_fields({"thinking": {"type": "disabled"}})
+
+
+RULES = (
+    messages_unsigned_thinking,
+    messages_thinking_on_tool_turns,
+    messages_final_assistant,
+    messages_thinking_first,
+)

@@ -1,0 +1,211 @@
+"""The pairing analysis of a Messages history, read per turn (see :mod:`.common`), and the
+rebuild its repairs share.
+
+A ``tool_result`` in a user turn *answers* a ``tool_use`` of the assistant turn right before
+(the first result per id; later ones are *duplicates*). Any other result is *loose*: it is
+*misplaced* when exactly one assistant turn holds an unanswered ``tool_use`` with its id (it
+moves to the turn after that one), else an *orphan*. A ``tool_use`` with no answer in the
+next turn and no misplaced result coming is *missing* its result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from proxy.core.messages.items import Block, Messages, blocks
+from proxy.core.messages.rules.common import (
+    TAG,
+    Turn,
+    output_blocks,
+    turn_blocks,
+    turns,
+    with_content,
+)
+
+Place = tuple[int, int]  # (message position, block position)
+
+
+@dataclass(slots=True)
+class Pairing:
+    """Which results answer which calls, and what is left over (places of blocks)."""
+
+    answered: dict[Place, int] = field(default_factory=dict)  # result -> its call's turn
+    duplicates: list[Place] = field(default_factory=list)
+    moves: dict[Place, int] = field(default_factory=dict)  # result -> its call's turn
+    orphans: list[Place] = field(default_factory=list)
+    unhoisted: list[int] = field(default_factory=list)  # user turns: a result after text
+    missing: list[tuple[Place, str, int]] = field(default_factory=list)  # call, id, its turn
+    calls_in_user: list[Place] = field(default_factory=list)
+
+
+def pairing(history: Messages, merges: bool) -> Pairing:
+    """The pairing of ``history`` as a provider that ``merges`` (or not) reads it (memoised)."""
+    key = "pairing_merged" if merges else "pairing"
+    return history.memo(key, lambda h: _pair(h, merges))
+
+
+def _pair(history: Messages, merges: bool) -> Pairing:
+    scan = _Scan(history, turns(history, merges))
+    for t in range(len(scan.turns)):
+        scan.read_results(t)
+    return scan.finish()
+
+
+class _Scan:
+    """One pass over the turns: calls per assistant turn, results sorted as they come."""
+
+    def __init__(self, history: Messages, ts: list[Turn]) -> None:
+        self.history, self.turns, self.result = history, ts, Pairing()
+        self.calls: dict[int, list[tuple[Place, str]]] = {}
+        for c, turn in enumerate(ts):
+            found = [
+                ((i, j), b["id"])
+                for i, j, b in turn_blocks(history, turn)
+                if b["type"] == "tool_use"
+            ]
+            if turn.role == "assistant":
+                self.calls[c] = found
+            else:
+                self.result.calls_in_user.extend(place for place, _ in found)
+        self.answered: dict[int, set[str]] = {c: set() for c in self.calls}
+        self.loose: list[tuple[Place, str]] = []
+
+    def read_results(self, t: int) -> None:
+        """Sort the results of turn ``t`` into answered, duplicate and loose."""
+        turn, result = self.turns[t], self.result
+        found = turn_blocks(self.history, turn)
+        if turn.role != "user":
+            self.loose.extend(
+                ((i, j), b["tool_use_id"]) for i, j, b in found if b["type"] == "tool_result"
+            )
+            return
+        expected = {cid for _, cid in self.calls.get(t - 1, [])}
+        seen: set[str] = set()
+        text_seen = hoist = False
+        texts = {i for i in turn.members if self.history.messages[i]["content"]}
+        texts -= {i for i, _, _ in found}  # left: string contents, text before any block
+        for i, j, block in found:
+            text_seen = text_seen or any(k < i for k in texts)
+            if block["type"] != "tool_result":
+                text_seen = True
+            elif block["tool_use_id"] in seen:
+                result.duplicates.append((i, j))
+            elif block["tool_use_id"] in expected:
+                seen.add(block["tool_use_id"])
+                result.answered[(i, j)] = t - 1
+                hoist = hoist or text_seen
+            else:
+                self.loose.append(((i, j), block["tool_use_id"]))
+        self.answered.get(t - 1, set()).update(seen)
+        if hoist:
+            result.unhoisted.append(t)
+
+    def finish(self) -> Pairing:
+        """Bind loose results to the one turn whose call waits for them; the rest are
+        orphans, and calls still unanswered are missing their result."""
+        open_calls: dict[str, list[int]] = {}
+        for c, found in self.calls.items():
+            for _, cid in found:
+                if cid not in self.answered[c]:
+                    open_calls.setdefault(cid, []).append(c)
+        claimed: set[str] = set()
+        for place, rid in self.loose:
+            where = open_calls.get(rid, [])
+            if len(where) == 1 and rid not in claimed:
+                self.result.moves[place] = where[0]
+                claimed.add(rid)
+            else:
+                self.result.orphans.append(place)
+        for c, found in self.calls.items():
+            for place, cid in found:
+                if cid not in self.answered[c] and cid not in claimed:
+                    self.result.missing.append((place, cid, c))
+        return self.result
+
+
+def salvaged(result: Block, header: str) -> list[Block]:
+    """A result as user text: a line naming its call, then what it said (images kept)."""
+    rid = result.get("tool_use_id")
+    error = " (it reported an error)" if result.get("is_error") is True else ""
+    line = header.replace("{id}", str(rid)) + error
+    return [{"type": "text", "text": line}, *output_blocks(result)]
+
+
+def lost_result(call_id: str, text: str) -> Block:
+    """The result standing in for one that was lost: an error saying so, never an output."""
+    return {"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": True}
+
+
+def rebuild(
+    history: Messages,
+    merges: bool,
+    contents: dict[int, list[Block]],
+    after: dict[int, list[Block]],
+    removed: set[Place],
+) -> Messages:
+    """The history with turn ``t`` replaced by one message holding ``contents[t]``, a new
+    user message holding ``after[t]`` right after turn ``t``, and the ``removed`` blocks gone
+    elsewhere (a message left without blocks goes too)."""
+    ts = turns(history, merges)
+    entries: list[tuple[dict[str, object], int | None]] = []
+    for t, turn in enumerate(ts):
+        if t in contents:
+            first = history.messages[turn.first]
+            entries.append((with_content(first, contents[t]), turn.first))
+        else:
+            entries.extend(_kept(history, turn, removed))
+        if t in after:
+            entries.append(({"role": "user", "content": after[t]}, None))
+    return history.rebuild(entries)
+
+
+def _kept(
+    history: Messages, turn: Turn, removed: set[Place]
+) -> list[tuple[dict[str, object], int | None]]:
+    kept: list[tuple[dict[str, object], int | None]] = []
+    for i in turn.members:
+        message = history.messages[i]
+        content = blocks(message)
+        if not any((i, j) in removed for j in range(len(content))):
+            kept.append((message, i))
+            continue
+        left = [b for j, b in enumerate(content) if (i, j) not in removed]
+        if left:
+            kept.append((with_content(message, left), i))
+    return kept
+
+
+def turn_content(
+    history: Messages, turn: Turn, removed: set[Place]
+) -> tuple[list[Block], list[Block]]:
+    """The turn's remaining ``(tool_result blocks, other blocks)``, in order (a string
+    content as a text block)."""
+    results = [
+        b
+        for i, j, b in turn_blocks(history, turn)
+        if (i, j) not in removed and b["type"] == "tool_result"
+    ]
+    return results, _with_strings(history, turn, removed)
+
+
+def _string_block(history: Messages, i: int) -> list[Block]:
+    content = history.messages[i].get("content")
+    return [{"type": "text", "text": content}] if type(content) is str and content else []
+
+
+def _with_strings(history: Messages, turn: Turn, removed: set[Place]) -> list[Block]:
+    """The non-result blocks of the turn, string contents as text blocks, in order."""
+    others: list[Block] = []
+    for i in turn.members:
+        others.extend(_string_block(history, i))
+        others.extend(
+            b
+            for j, b in enumerate(blocks(history.messages[i]))
+            if (i, j) not in removed and b["type"] != "tool_result"
+        )
+    return others
+
+
+SALVAGE_TEXT = f"{TAG} Output of tool call {{id}}, whose tool_use is not in the previous message:"
+DUPLICATE_TEXT = f"{TAG} Another output of tool call {{id}}:"
+LOST_TEXT = f"{TAG} The output of this tool call was lost before it reached the model."
