@@ -95,8 +95,7 @@ ANTHROPIC = MessagesFacts(
 #: DeepSeek (api.deepseek.com/anthropic): serde structs, no merging, thinks by default.
 DEEPSEEK = MessagesFacts(
     merges_same_role=False,  # M6 (AstrBotDevs/AstrBot#7871)
-    # M21: "DS thinks by default" (create-message docs); deepseek-chat is its non-thinking model
-    thinking_default_models=("*", "!deepseek-chat"),
+    thinking_default_models=("*",),  # M21: "DS thinks by default" (create-message docs)
     system_role_models=(),  # M24
     unique_tool_names=True,  # M29
     block_types=MappingProxyType(  # M22 (api-docs.deepseek.com/api/create-message)
