@@ -34,6 +34,7 @@ from proxy.emulator.messages import (
     messages_reply,
 )
 from proxy.emulator.messages_errors import forced as messages_forced
+from proxy.emulator.messages_threads import Threads
 from proxy.emulator.responses_answer import responses_reply
 from proxy.emulator.validators import PROVIDERS, forced, not_found, not_json, validate
 
@@ -132,6 +133,7 @@ class EmulatorApp:
         messages = MESSAGES_PREFIXES.get(provider, ())
         self._messages_paths = frozenset(p + "/messages" for p in messages)
         self._count_paths = frozenset(p + "/messages/count_tokens" for p in messages)
+        self._threads = Threads() if provider == "anthropic" else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -203,7 +205,7 @@ class EmulatorApp:
             await _reject(send, messages_forced(self.provider, status))
             return
         chunks = _int_header(request.headers, "x-emulator-chunks") or self.chunks
-        reply = messages_reply(self.provider, request.body, chunks)
+        reply = messages_reply(self.provider, request.body, chunks, self._threads)
         if isinstance(reply, Rejection):
             await _reject(send, reply)
         elif isinstance(reply, bytes):

@@ -22,8 +22,14 @@ from typing import Any
 import orjson
 
 from proxy.emulator.common import Rejection
-from proxy.emulator.messages_answer import message_body, message_events, plan_message
+from proxy.emulator.messages_answer import (
+    message_body,
+    message_events,
+    message_json,
+    plan_message,
+)
 from proxy.emulator.messages_errors import MESSAGES_PROVIDERS, not_json
+from proxy.emulator.messages_threads import Threads
 from proxy.emulator.messages_validate import validate_messages
 
 __all__ = [
@@ -54,16 +60,24 @@ def _parse(provider: str, raw: bytes) -> Any | Rejection:
 
 
 def messages_reply(
-    provider: str, raw: bytes, chunks: int | None
+    provider: str, raw: bytes, chunks: int | None, threads: Threads | None = None
 ) -> Rejection | bytes | list[bytes]:
-    """The answer to ``POST …/messages``: a rejection, a Message, or SSE frames."""
+    """The answer to ``POST …/messages``: a rejection, a Message, or SSE frames. With
+    `threads` (Anthropic's), a threaded request is judged and answered on its whole history."""
     body = _parse(provider, raw)
     if isinstance(body, Rejection):
         return body
+    if threads is not None and isinstance(body, dict) and isinstance(body.get("messages"), list):
+        history = threads.history(body)
+        if isinstance(history, Rejection):
+            return history
+        body = {**body, "messages": history}
     rejection = validate_messages(provider, body, raw)
     if rejection is not None:
         return rejection
     reply = plan_message(provider, body, raw)
+    if threads is not None:
+        threads.keep(body, body["messages"], message_json(reply))
     return message_events(reply, chunks) if body.get("stream") is True else message_body(reply)
 
 

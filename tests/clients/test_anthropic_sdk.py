@@ -6,6 +6,7 @@ forwarded byte for byte, its tool runner's loop too; the broken forms clients pr
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -107,10 +108,38 @@ def test_tool_runner_loop_is_clean(client: Any, mguard: MessagesGuard, model: st
     mguard.assert_clean(model, 2)
 
 
+def test_threaded_tool_runner_is_forwarded_untouched(client: Any, mguard: MessagesGuard) -> None:
+    """The runner's default: a server-side thread (beta ``message-threads-2026-08-12``), each
+    later turn sending only its new messages (a ``tool_result`` whose ``tool_use`` the server
+    holds). The proxy cannot see the held part, so it must forward such a turn as sent."""
+    anthropic = require("anthropic")
+    if "thread" not in inspect.signature(client.beta.messages.tool_runner).parameters:
+        pytest.skip(f"anthropic {anthropic.__version__} has no threaded tool runner")
+
+    @anthropic.beta_tool
+    def read_file(path: str) -> str:
+        """Read a file of the project.
+
+        Args:
+            path: the file's path.
+        """
+        return f"{path}: x = 1"
+
+    model = "claude-sonnet-4-6"
+    runner = client.beta.messages.tool_runner(
+        model=model, max_tokens=1024, tools=[read_file], messages=[{"role": "user", "content": ASK}]
+    )
+    assert runner.until_done().content[-1].text == "The tool returned: config.py: x = 1"
+    sent = mguard.chats()
+    assert [b'"continue"' in e.body for e in sent] == [False, True], "not a threaded loop"
+    for exchange in sent:
+        assert exchange.status == 200, exchange.describe()
+        assert exchange.outcome == "clean", exchange.describe()
+        assert mguard.attempts(model, exchange) == [exchange.body]
+
+
 def _unthreaded(client: Any) -> dict[str, Any]:
     """``thread=False`` where the SDK's runner has server-side threads."""
-    import inspect
-
     accepts = inspect.signature(client.beta.messages.tool_runner).parameters
     return {"thread": False} if "thread" in accepts else {}
 

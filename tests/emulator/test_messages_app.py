@@ -209,3 +209,22 @@ def test_chat_emulators_pair_calls(provider: str) -> None:
     assert response.status_code == 200
     assert response.json()["choices"][0]["message"]["role"] == "assistant"
     assert send(app, "POST", PREFIXES[provider][0] + "/chat/completions", json=broken).json()
+
+
+def test_anthropic_threads_hold_the_history_between_turns() -> None:
+    """The SDK's threaded turns send only the new messages after ``previous_message_id``."""
+    app = create_emulator_app("anthropic")
+    path = "/v1/messages"
+    first = request(user(), tools=[READ], thread={"type": "create"})
+    answer = send(app, "POST", path, json=first).json()
+    [call_block] = [b for b in answer["content"] if b["type"] == "tool_use"]
+    follow = request(users(result(call_block["id"])), tools=[READ])
+    follow["thread"] = {"type": "continue", "previous_message_id": answer["id"]}
+    final = send(app, "POST", path, json=follow)
+    assert final.status_code == 200
+    assert final.json()["content"][-1]["text"] == "The tool returned: x = 1"
+    lost = {**follow, "thread": {"type": "continue", "previous_message_id": "msg_gone"}}
+    refused = send(app, "POST", path, json=lost)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["details"] == {"error_code": "thread_not_found"}
+    assert send(create_emulator_app("anthropic"), "POST", path, json=follow).status_code == 400
