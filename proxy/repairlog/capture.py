@@ -2,32 +2,42 @@
 
 - ``full``: the bodies as they are (minus any top-level credential field, see
   :data:`SECRET_KEYS`).
-- ``redacted``: every string becomes ``{"length": n, "sha256": hex}`` except roles, ids, tool
-  names, types and the model: what was changed stays visible, what was said does not.
-- ``none``: structure only: the model, the stream flag, and per item its role, type, ids and
-  tool names (with those of chat's tool calls and of Messages' content blocks).
+- ``redacted``: every string becomes ``{"length": n, "sha256": hex}`` except roles, ids, types
+  and the model when they look like identifiers: what was changed stays visible, what was said
+  does not. Names (a person's, a tool's) are text too; a key the wire APIs do not define (a
+  client's extra field, a JSON schema's property name) is stored as a digest
+  (:mod:`proxy.repairlog.vocabulary`).
+- ``none``: structure only: the model, the stream flag, and per item its role, type and ids
+  (with those of chat's tool calls and of Messages' content blocks).
 
-The upstream's error body is kept in every mode (bounded by ``max_error_body_bytes``): it is
-what the provider said, and it is what explains an ``upstream_rejected`` record.
+The upstream's error body is kept in full mode (bounded by ``max_error_body_bytes``): it is
+what the provider said, and it is what explains an ``upstream_rejected`` record. Upstreams echo
+client values in it, so ``redacted`` and ``none`` keep its length and digest only (its
+classification stays); they keep the findings' rules, actions and paths (keys hashed as in the
+body) but not their details, which quote the request.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Callable
 from typing import Any
 
 from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.conversation import conversation_key
 from proxy.repairlog.record import Record
+from proxy.repairlog.vocabulary import stored_key, stored_path
 
 #: Top-level body fields that can carry a credential; never stored.
 SECRET_KEYS = frozenset({"api_key", "apikey", "api-key", "authorization", "x-api-key", "key"})
-#: Strings kept verbatim in redacted mode (identifiers and names, not text).
+#: Strings kept verbatim in redacted mode (identifiers, not text) ...
 KEPT = frozenset({"role", "id", "tool_call_id", "type", "model", "object"})
-#: Roles whose ``name`` is a tool's name (on user/system/assistant it is a person's name).
-TOOL_ROLES = frozenset({"tool", "function"})
+#: ... when they look like one: a client can put any text in a ``type`` or an id.
+IDENTIFIER = re.compile(r"[\w.:/@+-]{1,256}", re.ASCII)
+#: What a finding's detail and an upstream error become when only ``full`` keeps them.
+REDACTED = "[redacted]"
 
 
 def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
@@ -39,6 +49,9 @@ def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
     def transform(body: Any) -> Any:
         return keep(body, wire)
 
+    def error(text: str | None) -> str | None:
+        return truncate(text, max_error_bytes) if mode == "full" else _error_digest(text)
+
     return dataclasses.replace(
         record,
         conversation=record.conversation or conversation_key(record.path, record.received),
@@ -46,20 +59,43 @@ def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
         forwarded=None
         if record.forwarded is None
         else transform(_without_secrets(record.forwarded)),
-        upstream_error=truncate(record.upstream_error, max_error_bytes),
+        findings=record.findings if mode == "full" else [_finding(f) for f in record.findings],
+        upstream_error=error(record.upstream_error),
         attempts=None
         if record.attempts is None
-        else [_attempt(a, transform, max_error_bytes) for a in record.attempts],
+        else [_attempt(a, transform, error) for a in record.attempts],
     )
 
 
-def _attempt(attempt: dict[str, Any], transform: Any, max_error_bytes: int) -> dict[str, Any]:
+def _attempt(
+    attempt: dict[str, Any], transform: Any, error: Callable[[str | None], str | None]
+) -> dict[str, Any]:
     """One attempt of a retried request, its body and error kept as ``mode`` keeps them."""
     return {
         **attempt,
         "forwarded": transform(_without_secrets(attempt.get("forwarded"))),
-        "upstream_error": truncate(attempt.get("upstream_error"), max_error_bytes),
+        "upstream_error": error(attempt.get("upstream_error")),
     }
+
+
+def _finding(finding: Any) -> Any:
+    """A finding without its detail (it quotes the request), its path keyed as the body."""
+    if not isinstance(finding, dict):
+        return finding
+    out = dict(finding)
+    if isinstance(out.get("path"), str):
+        out["path"] = stored_path(out["path"])
+    if out.get("detail"):
+        out["detail"] = REDACTED
+    return out
+
+
+def _error_digest(text: str | None) -> str | None:
+    """An upstream error as ``redacted`` and ``none`` keep it: its length and digest."""
+    if text is None:
+        return None
+    found = digest(text)
+    return f"{REDACTED} {found['length']} characters, sha256 {found['sha256'][:16]}"
 
 
 def capture_batch(batch: list[Record], mode: str, max_error_bytes: int) -> list[Record]:
@@ -94,39 +130,14 @@ def _full(body: Any, wire: Wire) -> Any:
 
 
 def _redacted(body: Any, wire: Wire) -> Any:
-    kept = KEPT.union(wire.id_keys)
-    if not isinstance(body, dict):
-        return _redact(body, None, kept)
-    out = {}
-    for key, value in body.items():
-        if key == wire.history_key and isinstance(value, list):
-            out[key] = [_redact_message(m, kept) for m in value]
-        else:
-            out[key] = _redact(value, key, kept)
-    return out
-
-
-def _redact_message(message: Any, kept: frozenset[str]) -> Any:
-    if not isinstance(message, dict):
-        return _redact(message, None, kept)
-    tool_role = message.get("role") in TOOL_ROLES
-    return {
-        key: value
-        if key == "name" and tool_role and isinstance(value, str)
-        else _redact(value, key, kept)
-        for key, value in message.items()
-    }
+    return _redact(body, None, KEPT.union(wire.id_keys))
 
 
 def _redact(value: Any, key: str | None, kept: frozenset[str]) -> Any:
     if isinstance(value, str):
-        return value if key in kept else digest(value)
+        return value if key in kept and IDENTIFIER.fullmatch(value) else digest(value)
     if isinstance(value, dict):
-        # Inside a dict (tool calls, tools, parts) ``name`` names a function, not a person.
-        return {
-            k: v if k == "name" and isinstance(v, str) else _redact(v, k, kept)
-            for k, v in value.items()
-        }
+        return {stored_key(k): _redact(v, k, kept) for k, v in value.items()}
     if isinstance(value, list):
         return [_redact(item, key, kept) for item in value]
     return value  # numbers, booleans, null
@@ -135,7 +146,7 @@ def _redact(value: Any, key: str | None, kept: frozenset[str]) -> Any:
 def _structure(body: Any, wire: Wire) -> Any:
     if not isinstance(body, dict):
         return None
-    out = {key: body[key] for key in ("model", "stream") if key in body}
+    out = {key: _identifier(body[key]) for key in ("model", "stream") if key in body}
     for key in (wire.history_key, "tools"):
         if isinstance(body.get(key), list):
             out[key] = [_skeleton(item, wire) for item in body[key]]
@@ -143,15 +154,12 @@ def _structure(body: Any, wire: Wire) -> Any:
 
 
 def _skeleton(item: Any, wire: Wire) -> Any:
-    """An item's roles, types, ids and tool names, and those of the nested structures the
-    wire API's row names (chat's tool calls, Messages' content blocks)."""
+    """An item's roles, types and ids, and those of the nested structures the wire API's row
+    names (chat's tool calls, Messages' content blocks)."""
     if not isinstance(item, dict):
         return None
     keys = ("role", "type", *wire.id_keys)
-    out = {k: item[k] for k in keys if isinstance(item.get(k), str)}
-    role = item.get("role")
-    if isinstance(item.get("name"), str) and (role is None or role in TOOL_ROLES):
-        out["name"] = item["name"]  # a tool's name; on user/system/assistant a person's
+    out = {k: _identifier(item[k]) for k in keys if isinstance(item.get(k), str)}
     for key in wire.skeleton_keys:
         value = item.get(key)
         if isinstance(value, dict):
@@ -159,6 +167,13 @@ def _skeleton(item: Any, wire: Wire) -> Any:
         elif isinstance(value, list):
             out[key] = [_skeleton(part, wire) for part in value]
     return out
+
+
+def _identifier(value: Any) -> Any:
+    """``value`` when it is no string or looks like an identifier, else its digest."""
+    if not isinstance(value, str) or IDENTIFIER.fullmatch(value):
+        return value
+    return digest(value)
 
 
 _MODES: dict[str, Callable[[Any, Wire], Any]] = {

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.repairlog import apply_capture
@@ -70,7 +72,7 @@ def test_full_keeps_the_body_but_no_credentials() -> None:
     assert BODY["api_key"] == "sk-live-123"  # the input is not mutated
 
 
-def test_redacted_keeps_structure_ids_names_and_hashes_text() -> None:
+def test_redacted_keeps_structure_and_ids_and_hashes_text_and_names() -> None:
     kept = captured("redacted")
     system, user, assistant, tool, legacy = kept["messages"]
     assert system == {"role": "system", "content": digest("You are a secret agent.")}
@@ -81,20 +83,20 @@ def test_redacted_keeps_structure_ids_names_and_hashes_text() -> None:
     call = assistant["tool_calls"][0]
     assert call["id"] == "call_1"
     assert call["type"] == "function"
-    assert call["function"]["name"] == "read_file"
+    assert call["function"]["name"] == digest("read_file")  # a client's string (issue 24)
     assert call["function"]["arguments"] == digest('{"path": "/etc/passwd"}')
     assert tool == {
         "role": "tool",
         "tool_call_id": "call_1",
-        "name": "read_file",
+        "name": digest("read_file"),
         "content": digest("root:x:0"),
     }
-    assert legacy["function_call"]["name"] == "legacy"
+    assert legacy["function_call"]["name"] == digest("legacy")
     assert kept["model"] == "gpt-4o"
     assert kept["temperature"] == 0.5
     assert kept["stream"] is True
     assert kept["user"] == digest("alice@example.com")
-    assert kept["tools"][0]["function"]["name"] == "read_file"
+    assert kept["tools"][0]["function"]["name"] == digest("read_file")
     assert kept["tools"][0]["function"]["description"] == digest("Reads a file")
     assert "api_key" not in kept
 
@@ -105,7 +107,7 @@ def test_redacted_stores_no_text_at_all() -> None:
         assert secret not in text
 
 
-def test_none_keeps_only_roles_ids_and_tool_names() -> None:
+def test_none_keeps_only_roles_types_and_ids() -> None:
     assert captured("none") == {
         "model": "gpt-4o",
         "stream": True,
@@ -114,14 +116,12 @@ def test_none_keeps_only_roles_ids_and_tool_names() -> None:
             {"role": "user"},
             {
                 "role": "assistant",
-                "tool_calls": [
-                    {"id": "call_1", "type": "function", "function": {"name": "read_file"}}
-                ],
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {}}],
             },
-            {"role": "tool", "tool_call_id": "call_1", "name": "read_file"},
-            {"role": "assistant", "function_call": {"name": "legacy"}},
+            {"role": "tool", "tool_call_id": "call_1"},
+            {"role": "assistant", "function_call": {}},
         ],
-        "tools": [{"type": "function", "function": {"name": "read_file"}}],
+        "tools": [{"type": "function", "function": {}}],
     }
 
 
@@ -142,4 +142,59 @@ def test_upstream_error_is_bounded_on_a_character_boundary() -> None:
     cut = truncate("é" * 300, 257)
     assert cut == "é" * 128  # 256 bytes; half a character is not kept
     record = make_record(outcome="upstream_rejected", upstream_error="x" * 5000)
-    assert apply_capture(record, "none", 300).upstream_error == "x" * 300
+    assert apply_capture(record, "full", 300).upstream_error == "x" * 300
+
+
+# --- no client string in redacted or none (issue 24 item 7) ----------------------------------
+
+SECRET = "Sensitive-Client-Text"
+ODD: dict[str, Any] = {
+    "model": "gpt-4o",
+    SECRET: 1,  # a client's own top-level key
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_" + SECRET,
+                "parameters": {"type": "object", "properties": {SECRET + "_arg": {}}},
+            },
+        }
+    ],
+    "messages": [
+        {"role": "user", "content": [{"type": f"x'. {SECRET}", "text": "hi"}]},
+        {"role": "assistant", "content": "ok", SECRET + "_field": True},
+    ],
+}
+
+
+@pytest.mark.parametrize("mode", ["redacted", "none"])
+def test_no_client_string_in_keys_names_types_findings_or_errors(mode: str) -> None:
+    record = make_record(outcome="upstream_rejected")
+    record.received = record.forwarded = ODD
+    record.findings = [
+        {
+            "rule": "unknown_message_field",
+            "action": "strip",
+            "path": f"messages[1].{SECRET}_field",
+            "detail": f"upstream refused the field: Unknown parameter '{SECRET}_field'",
+        }
+    ]
+    record.upstream_error = f"Invalid value: '{SECRET}'."
+    record.attempts = [{"forwarded": ODD, "upstream_error": SECRET, "retried_rule": "x"}]
+    kept = apply_capture(record, mode, 1024)
+    stored = orjson.dumps(dataclasses.asdict(kept), default=str).decode()
+    assert SECRET.lower() not in stored.lower()
+    [finding] = kept.findings
+    assert (finding["rule"], finding["action"]) == ("unknown_message_field", "strip")
+    assert finding["path"].startswith("messages[1].#")
+    assert str(kept.upstream_error).startswith("[redacted]")
+    if mode == "redacted":  # the hashed key in the path is the one in the body
+        assert finding["path"].removeprefix("messages[1].") in kept.received["messages"][1]
+
+
+def test_full_keeps_findings_and_errors_as_they_are() -> None:
+    record = make_record(outcome="upstream_rejected", upstream_error=f"Invalid: '{SECRET}'")
+    record.findings = [{"rule": "r", "action": "strip", "path": "messages[0].x", "detail": SECRET}]
+    kept = apply_capture(record, "full", 1024)
+    assert kept.findings == record.findings
+    assert kept.upstream_error == record.upstream_error
