@@ -40,8 +40,9 @@ _SEQ, _VALUE, _RAW, _BODY = "$seq", "$v", "$raw", "$body"
 _MARKERS = frozenset({_SEQ, _VALUE, _RAW, _BODY})
 
 
-def _digest(data: bytes, kind: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=DIGEST_SIZE, person=kind).digest()
+def _digest(data: bytes) -> bytes:
+    # No domain separation is needed: equal bytes are equal content, whatever they stand for.
+    return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
 
 
 def _names(digests: list[bytes]) -> str:
@@ -60,6 +61,9 @@ class Packer:
         self.blobs: dict[bytes, bytes] = {}
         #: The item digests of each list of the body packed last (a ``base`` for the next).
         self.sequences: dict[str, list[bytes]] = {}
+        #: Digests of the item objects packed so far, by identity (the object is kept so its id
+        #: stays its own): a repaired body shares every untouched item with the received one.
+        self._known: dict[int, tuple[Any, bytes]] = {}
 
     def body(self, body: Any, base: dict[str, list[bytes]] | None = None) -> Any:
         """The skeleton of one request body (any JSON value).
@@ -90,16 +94,23 @@ class Packer:
         data = orjson.dumps(value)
         if len(data) < MIN_BLOB:
             return _escaped(value)
-        digest = _digest(data, b"value")
+        digest = _digest(data)
         self.blobs[digest] = data
         return {_VALUE: _names([digest])}
 
     def _items(self, items: list[Any]) -> list[bytes]:
         digests = []
+        known = self._known
         for item in items:
-            data = orjson.dumps(item)
-            digest = _digest(data, b"item")
-            self.blobs[digest] = data
+            seen = known.get(id(item))
+            if seen is None:
+                data = orjson.dumps(item)
+                digest = _digest(data)
+                self.blobs[digest] = data
+                if isinstance(item, dict | list):  # immutable: shared only as the same object
+                    known[id(item)] = (item, digest)
+            else:
+                digest = seen[1]
             digests.append(digest)
         return digests
 
@@ -108,7 +119,7 @@ class Packer:
         chunks = []
         for start in range(0, full, CHUNK):
             data = b"".join(digests[start : start + CHUNK])
-            digest = _digest(data, b"chunk")
+            digest = _digest(data)
             self.blobs[digest] = data
             chunks.append(digest)
         return {"c": _names(chunks), "t": _names(digests[full:])}
