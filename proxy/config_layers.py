@@ -40,6 +40,7 @@ FIRST_TIER: dict[str, dict[str, Any]] = {
     },
     "deepseek": {
         "base_url": "https://api.deepseek.com/v1",
+        "anthropic_base_url": "https://api.deepseek.com/anthropic/v1",
         "api_key_env": "DEEPSEEK_API_KEY",
         "models": ["deepseek-*"],
         "policy": "deepseek",
@@ -57,6 +58,7 @@ FIRST_TIER: dict[str, dict[str, Any]] = {
 SECOND_TIER: dict[str, dict[str, Any]] = {
     "kimi": {
         "base_url": "https://api.moonshot.ai/v1",
+        "anthropic_base_url": "https://api.moonshot.ai/anthropic/v1",
         "api_key_env": "MOONSHOT_API_KEY",
         "models": ["kimi-*", "moonshot-*"],
         "policy": "kimi",
@@ -89,6 +91,32 @@ SECOND_TIER: dict[str, dict[str, Any]] = {
     "ollama": {"base_url": "http://127.0.0.1:11434/v1", "models": [], "policy": "ollama"},
 }
 
+#: Providers reached mostly through their Anthropic-compatible Messages API (issue 21;
+#: anthropic-messages.md §7); glm and minimax serve chat completions too. Always built in.
+ANTHROPIC_COMPATIBLE: dict[str, dict[str, Any]] = {
+    "anthropic": {
+        "base_url": "https://api.anthropic.com/v1",
+        "anthropic_base_url": "https://api.anthropic.com/v1",
+        "api_key_env": "ANTHROPIC_API_KEY",
+        "models": ["claude-*"],
+        "policy": "anthropic",
+    },
+    "glm": {
+        "base_url": "https://open.bigmodel.cn/api/paas/v4",
+        "anthropic_base_url": "https://open.bigmodel.cn/api/anthropic/v1",
+        "api_key_env": "ZHIPUAI_API_KEY",
+        "models": ["glm-*"],
+        "policy": "glm",
+    },
+    "minimax": {
+        "base_url": "https://api.minimax.io/v1",
+        "anthropic_base_url": "https://api.minimax.io/anthropic/v1",
+        "api_key_env": "MINIMAX_API_KEY",
+        "models": ["MiniMax-*"],
+        "policy": "minimax",
+    },
+}
+
 #: The second tier is built in now that its presets exist (proxy/core/policy.py); False keeps
 #: the built-ins to the first tier.
 SECOND_TIER_BUILT_IN = True
@@ -96,7 +124,7 @@ SECOND_TIER_BUILT_IN = True
 
 def builtin_upstreams() -> dict[str, dict[str, Any]]:
     """The built-in upstreams as plain data (fresh copies, safe to merge into)."""
-    table = FIRST_TIER | (SECOND_TIER if SECOND_TIER_BUILT_IN else {})
+    table = FIRST_TIER | (SECOND_TIER if SECOND_TIER_BUILT_IN else {}) | ANTHROPIC_COMPATIBLE
     return {name: {**fields, "models": list(fields["models"])} for name, fields in table.items()}
 
 

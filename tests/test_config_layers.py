@@ -10,11 +10,11 @@ import pytest
 
 from proxy import config_layers
 from proxy import settings as settings_module
-from proxy.config_layers import FIRST_TIER, SECOND_TIER, builtin_upstreams
+from proxy.config_layers import ANTHROPIC_COMPATIBLE, FIRST_TIER, SECOND_TIER, builtin_upstreams
 from proxy.errors import ConfigError
 from proxy.settings import ServerSettings, UpstreamSettings, load_settings
 
-BUILT_IN = [*FIRST_TIER, *SECOND_TIER]
+BUILT_IN = [*FIRST_TIER, *SECOND_TIER, *ANTHROPIC_COMPATIBLE]
 
 
 @pytest.fixture(autouse=True)
@@ -178,4 +178,4 @@ def test_the_second_tier_is_built_in_behind_one_switch(monkeypatch: pytest.Monke
     assert list(load_settings().upstreams) == BUILT_IN  # each routed with its own preset
     assert all(u.policy == name for name, u in load_settings().upstreams.items())
     monkeypatch.setattr(config_layers, "SECOND_TIER_BUILT_IN", False)
-    assert list(builtin_upstreams()) == list(FIRST_TIER)
+    assert list(builtin_upstreams()) == [*FIRST_TIER, *ANTHROPIC_COMPATIBLE]

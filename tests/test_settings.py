@@ -48,7 +48,19 @@ def test_the_providers_real_endpoints_and_key_variables() -> None:
         "GROQ_API_KEY",
         "XAI_API_KEY",
         "DASHSCOPE_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ZHIPUAI_API_KEY",
+        "MINIMAX_API_KEY",
         None,  # vllm and ollama: local servers, the client's Authorization passes through
+    }
+    assert {
+        n: u["anthropic_base_url"] for n, u in upstreams.items() if "anthropic_base_url" in u
+    } == {
+        "deepseek": "https://api.deepseek.com/anthropic/v1",
+        "kimi": "https://api.moonshot.ai/anthropic/v1",
+        "anthropic": "https://api.anthropic.com/v1",
+        "glm": "https://open.bigmodel.cn/api/anthropic/v1",
+        "minimax": "https://api.minimax.io/anthropic/v1",
     }
     # each upstream is routed with the policy of its own name
     assert all(u["policy"] == name for name, u in upstreams.items())
