@@ -51,6 +51,7 @@ from proxy.errors import ProxyError, Unauthorized
 from proxy.relay.asgi import (
     ClientGone,
     ClientWatch,
+    ErrorEvent,
     read_body,
     relay_body,
     send_error,
@@ -205,6 +206,7 @@ class ProxyEndpoint:
             response = await scrubbed(response, key)
         out = ClientHeaders(response.headers, self._own_headers(state), log)
         await start_response(state.scope, state.send, status, out.headers)
+        errors = ErrorEvent(self.error_bytes) if out.sse and attempt is not None else None
         ending, captured = await relay_body(
             state.send,
             response,
@@ -212,8 +214,12 @@ class ProxyEndpoint:
             sse=out.sse,
             capture=capture,
             shape=wire.error_shape,
+            errors=errors,
         )
         state.ended(ending)
+        if errors is not None and errors.found is not None and attempt is not None:
+            text = bytes(errors.found).decode("utf-8", "replace")
+            state.stream_failed(attempt, text, self._injected(upstream, wire))
         if not refused or attempt is None:
             return
         if captured is not None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
+import orjson
 from starlette.types import Receive, Scope, Send
 
 from proxy.api.scrub import redacted, secret_of
@@ -213,6 +214,13 @@ class RequestState:
         if self.ending is None:  # not after the whole answer went out (closing upstream)
             self.ended("client_gone")
 
+    def stream_failed(self, attempt: Attempt, text: str, key: bytes | None) -> None:
+        """An ``event: error`` in the answer's stream after its status went out: kept on
+        ``attempt`` (keys scrubbed; kind: the error's ``type``) and recorded."""
+        attempt.error = self.scrub(text, key)
+        attempt.error_kind = _event_error_type(text)
+        self.record_id = self.record_id or new_record_id()
+
     def upstream_name(self) -> str | None:
         """The upstream the ``x-toolcall-guard-upstream`` header names, if any."""
         value = self.upstream_header
@@ -258,7 +266,10 @@ class RequestState:
         record that exists carries its true ending all the same (:attr:`ending`)."""
         if self.extra_findings or (self.outcome is not None and self.outcome.status in _RECORDED):
             return True
-        return any(a.status is not None and 400 <= a.status < 500 for a in self.attempts)
+        return any(
+            a.error is not None or (a.status is not None and 400 <= a.status < 500)
+            for a in self.attempts
+        )
 
     def record(self, upstream: str) -> Record:
         """The repair-log record of this request, derived from what it did."""
@@ -270,7 +281,8 @@ class RequestState:
         status = outcome.status if outcome is not None else "clean"
         if self.extra_findings and status in ("clean", "warned"):
             status = "repaired"
-        kind = "upstream_rejected" if refused or status == "clean" else status
+        errored = refused or (last is not None and last.error is not None)  # event: error too
+        kind = "upstream_rejected" if errored or status == "clean" else status
         findings = [f.as_dict() for f in outcome.findings] if outcome is not None else []
         findings += self.extra_findings
         return Record(
@@ -283,8 +295,8 @@ class RequestState:
             received=self.data,
             forwarded=None if status == "rejected" or last is None else last.forwarded,
             upstream_status=last.status if last is not None else None,
-            upstream_error=last.error if refused and last is not None else None,
-            upstream_error_kind=last.error_kind if refused and last is not None else None,
+            upstream_error=last.error if last is not None else None,
+            upstream_error_kind=last.error_kind if last is not None else None,
             duration_ms=log.total_ms,
             sanitize_ms=log.sanitize_ms,
             upstream_ms=log.upstream_ms,
@@ -296,6 +308,19 @@ class RequestState:
             id=self.record_id or new_record_id(),
             size=self.body_size + sum(len(a.error or "") for a in self.attempts),
         )
+
+
+def _event_error_type(event: str) -> str:
+    """``overloaded_error`` from ``event: error`` / ``data: {"type": "error", "error": {"type":
+    "overloaded_error", …}}``; ``stream_error`` when the data says no type."""
+    _, _, data = event.partition("data:")
+    try:
+        found = orjson.loads(data.split("\n", 1)[0])
+    except orjson.JSONDecodeError:
+        return "stream_error"
+    error = found.get("error") if type(found) is dict else None
+    kind = error.get("type") if type(error) is dict else None
+    return kind if type(kind) is str and len(kind) <= 64 else "stream_error"
 
 
 def rule_list(counts: dict[str, int]) -> str:

@@ -130,6 +130,34 @@ class ClientWatch:
         self.task.cancel()
 
 
+class ErrorEvent:
+    """Finds the first ``event: error`` of a relayed SSE stream and keeps it (at most ``limit``
+    bytes from there): an error after a 200 (Anthropic's ``overloaded_error`` mid-stream,
+    anthropic-messages.md §6) is what the provider said, like a refusal. The stream itself is
+    relayed unchanged; the mark is looked for across chunk boundaries too."""
+
+    MARK = b"event: error"
+    __slots__ = ("found", "limit", "tail")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.found: bytearray | None = None
+        self.tail = b""
+
+    def feed(self, chunk: bytes) -> None:
+        if self.found is not None:
+            room = self.limit - len(self.found)
+            if room > 0:
+                self.found += chunk[:room]
+            return
+        window = self.tail + chunk
+        at = window.find(self.MARK)
+        if at >= 0:
+            self.found = bytearray(window[at : at + self.limit])
+        else:
+            self.tail = window[-(len(self.MARK) - 1) :]
+
+
 def _body(chunk: bytes) -> Message:
     return {"type": "http.response.body", "body": chunk, "more_body": True}
 
@@ -142,6 +170,7 @@ async def relay_body(
     sse: bool,
     capture: int = 0,
     shape: Shape = "openai",
+    errors: ErrorEvent | None = None,
 ) -> tuple[Ending, bytes | None]:
     """Relay the upstream body chunk by chunk; return how it ended and the captured prefix.
 
@@ -150,7 +179,7 @@ async def relay_body(
     ``shape`` when the failure falls between events, so SDKs raise instead of taking a
     cut stream for a whole one); a sized one is left incomplete and uvicorn closes the
     connection, so the client cannot mistake the truncated body for a whole one. The upstream
-    response is closed however it ends (cancelled included).
+    response is closed however it ends (cancelled included). ``errors`` is fed every chunk.
     """
     captured = bytearray() if capture else None
     last = b"\n\n"
@@ -159,6 +188,8 @@ async def relay_body(
         async for chunk in response.body:
             if captured is not None and len(captured) < capture:
                 captured += chunk[: capture - len(captured)]
+            if errors is not None:
+                errors.feed(chunk)
             await send(_body(chunk))
             last = chunk
         end = "complete"
