@@ -55,9 +55,12 @@ thought_signature         R R R R R R R R R R R R R
 function_call_turn_order  - - R - - - - - - - - - -
 consecutive_same_role     - - - - - - - - - - - - -
 user_after_tool           - - - - R - - - R - - - -
-empty_assistant_message   - R R - R - R - - - - - -
+empty_assistant_message   - R R - R - R - R - - - -
 empty_text                - - R - - - - - - - - - -
+empty_system_message      R R R R R R R R R R R R R
+content_object            R R R R R R R R R R R R R
 unknown_message_field     R R R R R R R R R R R R R
+tool_choice_without_tools R R R R R R R R R R R R R
 """
 PROVIDER_PRESETS: dict[str, dict[str, str]] = {dialect: {} for dialect in DIALECTS}
 for _row in _TABLE.strip().splitlines():
@@ -214,7 +217,10 @@ class Outcome:
 
     def forwarded(self, body: Mapping[str, Any], items_key: str) -> dict[str, Any]:
         """The body to forward once repaired: ``body`` with the repaired items and fields."""
-        return {**body, **self.fields, items_key: self.messages}
+        kept = {k: v for k, v in body.items() if k not in self.removed}
+        return {**kept, **self.fields, items_key: self.messages}
+    #: Top-level request fields a repair removed (xAI: ``tool_choice`` without ``tools``).
+    removed: frozenset[str] = frozenset()
 
     @property
     def status(self) -> str:
@@ -258,13 +264,52 @@ def apply_policy(
     return sanitize(History(messages, request=request), policy, "chat")
 
 
+#: Most passes of a policy over one history (see :func:`sanitize`).
+MAX_PASSES = 3
+_NO_REPAIR = frozenset({"warn", "reject"})
+
+
 def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
-    """Run ``policy``'s rules of wire API ``api`` over ``history`` (any :class:`Items`)."""
+    """Run ``policy``'s rules of wire API ``api`` over ``history`` (any :class:`Items`).
+
+    To a bounded fixpoint: after a pass that changed the history, the repairing rules run
+    again over what it made, until a pass changes nothing (``MAX_PASSES`` at most; a clean
+    history, the hot path, gets exactly one pass). The pipeline's order already keeps most
+    repairs from undoing another (roles, then shapes, pairing, turn order, ids, finishing
+    touches), but an order cannot make every pair commute: repairs that insert or drop whole
+    messages act on what earlier rules already checked. ``image_outside_user`` puts a user
+    message right after tool results, which ``user_after_tool`` (earlier) must then bridge;
+    dropping an empty system message can leave a user message right after a tool result, or
+    two user messages in a row. Reordering would only move the problem (the bridge must come
+    after pairing, which salvages results into user messages), so the engine re-checks
+    instead: a repair can no longer hand a violation to the upstream, only to the next pass.
+    Later passes run only rules whose action is a repair: a ``warn`` or ``reject`` finding
+    was already reported by the first pass on what the client sent.
+    """
     messages, request = history.messages, getattr(history, "request", None)
     findings: list[Finding] = []
+    rules = policy.active[api]
+    for _ in range(MAX_PASSES):
+        before = history
+        history, rejected = _pass(history, rules, findings)
+        if rejected:
+            return Outcome(messages, tuple(findings), changed=False, rejected=True)
+        if history is before:
+            break
+        rules = tuple((r, s) for r, s in rules if s.action not in _NO_REPAIR)
+    fields, removed = _changed_fields(request, getattr(history, "request", None))
+    changed = history.messages is not messages or bool(fields) or bool(removed)
+    return Outcome(history.messages, tuple(findings), changed, False, fields, removed)
+
+
+def _pass(
+    history: Items, rules: tuple[tuple[Rule, Setting], ...], findings: list[Finding]
+) -> tuple[Items, bool]:
+    """One run of ``rules`` over ``history``: the repaired history, and whether a hit is to
+    be rejected. Findings are appended to ``findings``."""
     rejected = False
     tool_free = history.tool_free
-    for rule, setting in policy.active[api]:
+    for rule, setting in rules:
         if tool_free and rule.tools_only:
             continue
         hits = rule.detect(history, setting.params)
@@ -276,19 +321,17 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
             where = history.path(h.index, h.where)
             findings.append(Finding(rule.name, done, where, h.detail, rule.hint))
             rejected = rejected or done == "reject"
-        if action not in ("warn", "reject"):
+        if action not in _NO_REPAIR:
             history = rule.repairs[action](history, hits, setting.params)
             tool_free = history.tool_free
-    if rejected:
-        return Outcome(messages, tuple(findings), changed=False, rejected=True)
-    fields = _changed_fields(request, getattr(history, "request", None))
-    changed = history.messages is not messages or bool(fields)
-    return Outcome(history.messages, tuple(findings), changed, False, fields)
+    return history, rejected
 
 
-def _changed_fields(before: Any, after: Any) -> dict[str, Any]:
-    """The top-level fields a repair replaced in the request (none: the same mapping)."""
+def _changed_fields(before: Any, after: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    """The top-level fields a repair replaced in the request, and those it removed (none:
+    the same mapping)."""
     if after is before or after is None:
-        return {}
+        return {}, frozenset()
     old = before or {}
-    return {k: v for k, v in after.items() if k not in old or old[k] is not v}
+    replaced = {k: v for k, v in after.items() if k not in old or old[k] is not v}
+    return replaced, frozenset(k for k in old if k not in after)

@@ -85,6 +85,12 @@ class Provider:
     #: What its Anthropic Messages endpoint refuses (``anthropic-messages.md`` §3; none known:
     #: everything accepted).
     messages_api: MessagesFacts = messages_facts.LENIENT
+    #: Roles whose message may not be empty (missing, null, ``""`` or ``[]`` content): Kimi's
+    #: ``the message at position 0 with role 'system' must not be empty`` (issue 22).
+    empty_refused: frozenset[str] = frozenset()
+    #: Whether a ``tool_choice`` needs ``tools`` in the same request (xAI B1: ``A tool_choice
+    #: was set on the request but no tools were specified.``).
+    tool_choice_needs_tools: bool = False
 
     def takes(self, role: str, key: str) -> bool:
         """Whether a message of ``role`` may carry ``key`` (a role it does not list: yes)."""
@@ -162,6 +168,7 @@ KIMI = Provider(
     thinking_models=("kimi-k2-thinking*", "kimi-k2.[5-9]*", "kimi-k[3-9]*"),
     thinking_switch="thinking",
     messages_api=messages_facts.KIMI,
+    empty_refused=frozenset({"system"}),  # issue 22: empty system prompt refused
 )
 #: Mistral La Plateforme: pydantic models with extra="forbid" (B1 422 extra_forbidden).
 MISTRAL = Provider(
@@ -198,10 +205,15 @@ GROQ = Provider(
     ),
     call_fields=_CALL,
 )
-#: xAI: "Only messages of role 'user' can have a name." (§4); arguments parsed (B1).
+#: xAI: "Only messages of role 'user' can have a name." (§4); arguments parsed (B1); "Each
+#: message must have at least one content element." (§4), tool-call turns included (issue 22);
+#: ``tool_choice`` only with ``tools`` (B1).
 XAI = Provider(
     name="xai",
     roles=BASE_ROLES | {"developer"},
+    null_content=frozenset(),
+    missing_content=frozenset(),  # ours: a missing key reads as null to its gateway
+    tool_choice_needs_tools=True,
     tool_name="refused",
     refused_fields=_frozen(
         {role: ("name",) for role in ("system", "developer", "assistant", "tool")}

@@ -29,6 +29,10 @@ class Items(Protocol):
         """The items, as they would be forwarded (chat messages, Responses input items)."""
 
     @property
+    def request(self) -> Mapping[str, Any]:
+        """The request body around the items (a request-level repair returns a new one)."""
+
+    @property
     def tool_free(self) -> bool:
         """True when no item is about a tool call (``tools_only`` rules are skipped)."""
 

@@ -69,10 +69,11 @@ class Wire:
 
     def rebuilt(self, body: dict[str, Any], history: Items) -> dict[str, Any]:
         """``body`` as a repaired ``history`` (the retry's) says: its items, and the top-level
-        fields its request replaced."""
+        fields its request replaced or removed (its request is the whole body)."""
         request: Mapping[str, Any] = getattr(history, "request", None) or {}
         fields = {k: v for k, v in request.items() if k not in body or body[k] is not v}
-        return {**body, **fields, self.history_key: history.messages}
+        kept = body if not request else {k: v for k, v in body.items() if k in request}
+        return {**kept, **fields, self.history_key: history.messages}
 
     def item_index(self, path: str) -> int | None:
         """The item a finding's path names (``messages[3].content[0]`` → 3), or None."""

@@ -83,7 +83,8 @@ def plan(provider: str, body: dict[str, Any], raw: bytes) -> Answer:
         provider=provider,
         id=f"chatcmpl-{digest}",
         model=model,
-        content=None if call else _text(provider, messages),
+        # xAI refuses a null content on replay (X4): its own answers must not carry one
+        content=("" if provider == "xai" else None) if call else _text(provider, messages),
         reasoning=_REASONING if thinking else None,
         tool_call=call,
         prompt_tokens=max(len(raw) // 4, 1),

@@ -15,6 +15,9 @@ Rows implemented (provider-rules.md §4 "Moonshot / Kimi", providers-second-tier
   carry ``reasoning_content`` (``""`` accepted, as reported): ``thinking is enabled but
   reasoning_content is missing in assistant tool call message at index 4``.
 
+- K4 (issue 22): an empty system message (``""``; null, missing and ``[]`` ours): ``Invalid
+  request: the message at position 0 with role 'system' must not be empty``.
+
 Order: body and ``messages`` shape first (``K-schema``, wording ours), then one walk in message
 order checking K3 then the pairing (K2, K1) on each message. Calls left unanswered at the very
 end are accepted (not observed either way; OpenAI's O23). Unknown keys are accepted.
@@ -78,6 +81,9 @@ def _shape(msg: Any, i: int) -> Rejection | None:
     """Wording ours: no Kimi schema error text was found."""
     if not isinstance(msg, dict) or msg.get("role") not in ROLES:
         return reject("K-schema", f"Invalid request: invalid role at messages[{i}]")
+    if msg["role"] == "system" and msg.get("content") in (None, "", []):
+        text = f"Invalid request: the message at position {i} with role 'system' must not be empty"
+        return reject("K4", text)
     calls = msg.get("tool_calls")
     if calls is not None and not (isinstance(calls, list) and all(map(_call_ok, calls))):
         return reject("K-schema", f"Invalid request: invalid tool_calls at messages[{i}]")

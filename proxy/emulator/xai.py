@@ -9,7 +9,9 @@ Rows implemented (provider-rules.md §4 "xAI", providers-second-tier.md B1):
   but no tools were specified.`` (request level, checked first; ``"none"``/``"auto"`` too).
 - X1 (§4 xAI ``name``): ``Only messages of role 'user' can have a name.``
 - X4 (§4 xAI content elements): ``Invalid request content: Each message must have at least one
-  content element.`` for ``content: []``, and for a message with neither content nor tool calls.
+  content element.`` for ``content: []`` and for a null or missing content, tool-call turns
+  included (issue 22: ``content: null`` next to ``tool_calls`` is refused; the missing key
+  reading as null is ours).
 - X3 (§4 xAI single text): ``The model expects a single `text` element per message.`` for a
   content array with more than one text part.
 - X2 (B1 xAI arguments): a historical ``arguments`` string that is not JSON: ``The arguments to
@@ -66,11 +68,11 @@ def _message(msg: Any, i: int) -> Rejection | None:
     if "name" in msg and msg["role"] != "user":
         return reject("X1", "Only messages of role 'user' can have a name.")
     calls = msg.get("tool_calls") if msg["role"] == "assistant" else None
-    return _content(msg.get("content"), bool(calls)) or _arguments(calls, i)
+    return _content(msg.get("content")) or _arguments(calls, i)
 
 
-def _content(content: Any, has_calls: bool) -> Rejection | None:
-    if content == [] or (content is None and not has_calls):
+def _content(content: Any) -> Rejection | None:
+    if content == [] or content is None:
         text = "Invalid request content: Each message must have at least one content element."
         return reject("X4", text)
     if isinstance(content, list):

@@ -63,6 +63,8 @@ def test_a_preset_in_front_of_its_provider(
     assert response.headers["x-toolcall-guard-outcome"] == "repaired"
     [forwarded] = posts(upstream)
     assert forwarded["messages"] == case["output"]
+    rest = {k: v for k, v in forwarded.items() if k != "messages"}
+    assert rest == case.get("request_output", case["request"])
     kept = _texts(forwarded["messages"]) + [
         m.get("content") for m in forwarded["messages"] if m.get("role") == "user"
     ]

@@ -120,10 +120,10 @@ CASES: list[Case] = [
     ("KI3-kimi-thinking", "kimi", "kimi-k2-thinking", {"messages": THINKING},
      "missing_reasoning_content", 400, reasoning, None),
     ("XA2-xai-arguments-json", "xai", "grok-4",
-     {"messages": [user(), asks(call(args="")), answer(), user("Go on")]},
+     {"messages": [user(), asks(call(args=""), content=""), answer(), user("Go on")]},
      "arguments_invalid_json", 400, json_arguments, None),
     ("XA1-xai-tool-name", "xai", "grok-4",
-     {"messages": [user(), asks(call()), answer(name="read_file"), user("Go on")]},
+     {"messages": [user(), asks(call(), content=""), answer(name="read_file"), user("Go on")]},
      "tool_message_name", 400, lambda b: "name" not in b["messages"][2], None),
     ("VL2-vllm-arguments-json", "vllm", "Qwen/Qwen3-8B",
      {"messages": [user(), asks(call(args='{"path":')), answer(), user("Go on")]},
@@ -229,8 +229,8 @@ def test_a_second_refusal_is_relayed_never_retried_again(
     stripped, the invalid ``arguments`` of a later call (XA2). That second refusal is itself
     catalogued and repairable: only the one-retry bound keeps it from a third request."""
     guard = guarded("xai")
-    messages = [user(), asks(call()), answer(name="read_file")]
-    messages += [asks(call("call_2", args="")), answer("call_2"), user("Go on")]
+    messages = [user(), asks(call(), content=""), answer(name="read_file")]
+    messages += [asks(call("call_2", args=""), content=""), answer("call_2"), user("Go on")]
     failed = metric(
         guard, "toolcall_guard_retries_failed_total", upstream="xai", rule="tool_message_name"
     )

@@ -39,6 +39,8 @@ CASES: list[tuple[str, Any, bytes]] = [
      error("The model expects a single `text` element per message.")),
     ("X4", body({"role": "user", "content": []}),
      error("Invalid request content: Each message must have at least one content element.")),
+    ("X4-caller", body(user(), calls(fn_call("call_a"), content=None), answer("call_a")),
+     error("Invalid request content: Each message must have at least one content element.")),
     ("X5", body(user(), tool_choice="auto"),
      error("Invalid request content: A tool_choice was set on the request but no tools were "
            "specified.")),
@@ -52,7 +54,7 @@ def test_rejection_is_xais_byte_for_byte(case: str, request_body: Any, expected:
 
 ACCEPTED = [
     ("round-trip", body(system(), {**user(), "name": "ann"}, calls(fn_call("call_a"),
-                                                                   content=None),
+                                                                   content=""),
                         answer("call_a"), assistant(), user(), tools=TOOLS, tool_choice="auto")),
     ("json-arguments", body(user(), calls(fn_call("call_a", arguments='{"a": [1, 2]}')),
                             answer("call_a"))),

@@ -96,7 +96,10 @@ def stable_id(*parts: object, prefix: str = "call_") -> str:
 
 
 def path(index: int | None, where: str = "") -> str:
-    """``messages[3].tool_calls[0].id`` style path; an inserted message has no index."""
+    """``messages[3].tool_calls[0].id`` style path; an inserted message has no index; -1 is
+    the request itself (``tool_choice``)."""
+    if index == -1:
+        return where.lstrip(".")
     return f"messages[{'+' if index is None else index}]{where}"
 
 
@@ -247,7 +250,7 @@ class History(CopyOnWrite):
         return self.memo("tool_free", _tool_free)
 
     def path(self, i: int, where: str = "") -> str:
-        return path(self.origin(i), where)
+        return path(-1 if i == -1 else self.origin(i), where)
 
 
 _TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})

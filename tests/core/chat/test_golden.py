@@ -3,8 +3,10 @@
 A case: {"id", "policy" (a preset name), "overrides" (optional {rule: action-or-table}),
 "request" (optional: the rest of the request body, e.g. {"model": "deepseek-reasoner"}, read
 by the model-dependent rules), "input" (messages), "findings" ([{"rule", "action", "path"}], in
-order), "output" (the expected messages, or null when the outcome is a rejection). A case whose
-output equals its input must come out as the very same list (no finding, nothing changed).
+order), "output" (the expected messages, or null when the outcome is a rejection),
+"request_output" (optional: the rest of the request as forwarded, when a request-level rule
+changed it). A case whose output and request equal its input must come out as the very same
+list (no finding, nothing changed).
 """
 
 from __future__ import annotations
@@ -44,12 +46,19 @@ def test_golden(case: dict[str, Any]) -> None:
     else:
         assert not outcome.rejected
         assert outcome.messages == case["output"]
-        if case["output"] == original:
+        forwarded = outcome.forwarded(request, "messages")
+        assert _rest(forwarded) == case.get("request_output", _rest(request))
+        if case["output"] == original and "request_output" not in case:
             assert outcome.messages is case["input"]
             assert not outcome.changed
         if all(f["action"] != "warn" for f in got):
+            request = {**forwarded, "messages": outcome.messages}
             again = apply_policy(outcome.messages, policy, request=request)
             assert again.findings == (), "sanitizing twice must find nothing the second time"
+
+
+def _rest(request: Any) -> dict[str, Any]:
+    return {k: v for k, v in request.items() if k != "messages"}
 
 
 @pytest.mark.parametrize(
@@ -60,7 +69,7 @@ def test_golden_outputs_are_accepted_by_the_presets_emulator(case: dict[str, Any
     is, the broken form once repaired."""
     if case["output"] is None:
         return
-    body = {**case["request"], "messages": case["output"]}
+    body = {**case.get("request_output", case["request"]), "messages": case["output"]}
     rejection = validate(case["policy"], body)
     assert rejection is None, (rejection.rule, rejection.message)
 

@@ -24,6 +24,7 @@ NAMES = [
     "arguments_not_string",
     "arguments_invalid_json",
     "empty_tool_calls",
+    "content_object",
     "tool_content_shape",
     "content_parts_unsupported",
 ]
@@ -44,7 +45,7 @@ def _call(call_id: Any = "call_a", **function: Any) -> dict[str, Any]:
 def test_rules_are_exported_in_pipeline_order_with_docs_and_default_repairs() -> None:
     assert [r.name for r in SHAPE_RULES] == NAMES
     defaults = [r.default_repair for r in SHAPE_RULES]
-    assert defaults == ["fix", "stringify", "wrap", "remove", "stringify", "join"]
+    assert defaults == ["fix", "stringify", "wrap", "remove", "wrap", "stringify", "join"]
     assert "empty_object" in argument_rules.arguments_invalid_json.repairs
     for r in SHAPE_RULES:
         assert r.doc, r.name

@@ -15,6 +15,7 @@ from proxy.core.chat.rules import (
     ids,
     pairing,
     provider,
+    request,
     roles,
     sequence,
     shape,
@@ -32,5 +33,6 @@ PIPELINE: tuple[Rule, ...] = (
     *provider.RULES,
     *content.RULES,
     *fields.RULES,
+    *request.RULES,
 )
 RULES: dict[str, Rule] = {r.name: r for r in PIPELINE}

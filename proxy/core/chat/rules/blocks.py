@@ -159,24 +159,43 @@ def analyse(history: History) -> Pairing:
                 pairing.capacity[c, cid] = pairing.capacity.get((c, cid), 0) + 1
         for t in range(c + 1, block_end(messages, c) + 1):
             owner[t] = c
+    # In-block results first: a result elsewhere only takes a call its own block left open.
+    elsewhere = []
     for t in history.index.tools:
-        _bind(pairing, t, result_id(messages[t]), owner.get(t))
+        rid = result_id(messages[t])
+        block = owner.get(t)
+        if rid is not None and block is not None and (block, rid) in pairing.capacity:
+            key = (block, rid)
+            pairing.answered[key] = pairing.answered.get(key, 0) + 1
+            pairing.results.setdefault(key, []).append(t)
+        else:
+            elsewhere.append((t, rid))
+    for t, rid in elsewhere:
+        _bind(pairing, messages, t, rid)
+    for positions in pairing.results.values():
+        positions.sort()
     return pairing
 
 
-def _bind(pairing: Pairing, t: int, rid: str | None, block: int | None) -> None:
+def _bind(pairing: Pairing, messages: list[Message], t: int, rid: str | None) -> None:
+    """Bind a result outside its call's block: to the nearest call with its id before it, or
+    else the first after it. When that call's block already holds its answer and this result
+    says something else, it answers a call the history lost (Kimi's ids repeat across turns
+    and clients drop the repeated call, B1): an orphan, never that other call's result (moving
+    it in would pair it with the wrong call, and deduplication would drop one of the two)."""
     sites = pairing.calls.get(rid) if rid is not None else None
     if rid is None or sites is None:
         pairing.orphans.append(t)
         return
-    if block is not None and (block, rid) in pairing.capacity:
-        key = (block, rid)
-        pairing.answered[key] = pairing.answered.get(key, 0) + 1
-    else:
-        # Out of place: it belongs to the nearest call before it, or else the first after it.
-        k = bisect_left(sites, t, key=_position)
-        key = (sites[k - 1][0] if k else sites[0][0], rid)
-        pairing.misplaced.append((t, key[0]))
+    k = bisect_left(sites, t, key=_position)
+    key = (sites[k - 1][0] if k else sites[0][0], rid)
+    answers = pairing.results.get(key, [])
+    full = pairing.answered.get(key, 0) >= pairing.capacity[key]
+    content = messages[t].get("content")
+    if full and all(messages[a].get("content") != content for a in answers):
+        pairing.orphans.append(t)
+        return
+    pairing.misplaced.append((t, key[0]))
     pairing.results.setdefault(key, []).append(t)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from proxy.core.chat.messages import History, Message, tool_calls_of
 from proxy.core.chat.rules import views
+from proxy.core.chat.rules.blocks import is_empty
 from proxy.core.providers import Provider, provider_of
 from proxy.core.rule import Hit, Params, rule
 
@@ -210,4 +211,35 @@ def _placeholder(history: History, hits: Sequence[Hit], params: Params) -> Histo
     return history.replace(changes)
 
 
-RULES = (image_outside_user, content_null, empty_text)
+@rule(
+    "empty_system_message",
+    hint="Leave out a system message that has nothing to say.",
+)
+def empty_system_message(history: History, params: Params) -> list[Hit]:
+    """An empty system message (missing, null, ``""`` or ``[]`` content) where the upstream
+    refuses one (the record's ``empty_refused``).
+
+    Kimi (issue 22): ``Invalid request: the message at position 0 with role 'system' must not
+    be empty`` (a client that sends its system prompt slot even when the prompt is blank).
+    The ``drop`` repair removes the message: there is nothing in it to keep. A history that
+    would be left empty is rejected instead.
+    """
+    refused = provider_of(params).empty_refused
+    if not refused or "system" not in refused or "system" not in views.odd_roles(history):
+        return []
+    messages = history.messages
+    empty = [
+        i
+        for i in history.index.odd_content
+        if messages[i]["role"] == "system" and is_empty(messages[i].get("content"))
+    ]
+    fatal = len(empty) == len(messages)  # dropping them would leave nothing to send
+    return [Hit(i, ".content", "empty system message", fatal=fatal) for i in empty]
+
+
+@empty_system_message.repair("drop")
+def _drop_empty_system(history: History, hits: Sequence[Hit], params: Params) -> History:
+    return history.without({hit.index for hit in hits if not hit.fatal})
+
+
+RULES = (image_outside_user, content_null, empty_text, empty_system_message)

@@ -50,9 +50,14 @@ def empty_assistant_message(history: History, params: Params) -> list[Hit]:
 
     Left behind by an interrupted or filtered reply. DeepSeek answers ``Invalid assistant
     message: content or tool_calls must be set``; Gemini would get a model turn without parts
-    (``contents.parts must not be empty``). The ``drop`` repair removes the message.
+    (``contents.parts must not be empty``); Mistral ``Assistant message must have either
+    content or tool_calls, but not none.`` (§4), its templates on vLLM too: on template servers
+    only the models of the record's ``alternation_models`` are checked. The ``drop`` repair
+    removes the message.
     """
     if "assistant" not in views.odd_roles(history) or views.odd_only_on_call_turns(history):
+        return []
+    if not _strict_order(history, params):
         return []
     messages = history.messages
     empty = [

@@ -79,7 +79,7 @@ def _as_tool_text(content: Any) -> str:
     return compact(content)
 
 
-def _set_content(history: History, hits: Sequence[Hit], text: Callable[[Any], str]) -> History:
+def _set_content(history: History, hits: Sequence[Hit], text: Callable[[Any], Any]) -> History:
     """Replace the hit messages' content with ``text(content)``, leaving fatal hits alone."""
     changes = {}
     for hit in hits:
@@ -133,4 +133,46 @@ def _join_parts(history: History, hits: Sequence[Hit], params: Params) -> Histor
     return _set_content(history, hits, lambda content: text_of(content) or "")
 
 
-RULES = (tool_content_shape, content_parts_unsupported)
+@rule(
+    "content_object",
+    hint="Send content as a string or an array of content parts, never as a bare object.",
+)
+def content_object(history: History, params: Params) -> list[Hit]:
+    """A system, user or assistant message whose content is a bare object, not a list of parts.
+
+    A client that stores one content part unwrapped. DashScope (§4 Qwen):
+    ``Invalid type for 'messages.[0].content': expected one of a string or array of objects,
+    but got an object instead.``; OpenAI's schema and the others' refuse it too. The ``wrap``
+    repair makes a text part (``{"type": "text", "text": …}``) its text, and puts any other
+    content part (an object with a string ``type``) in a list of one. An object that is no
+    content part cannot be read either way: the hit is fatal (nothing is dropped or guessed).
+    Tool messages are ``tool_content_shape``'s.
+    """
+    if dict not in views.odd_types(history):
+        return []
+    messages = history.messages
+    hits = []
+    for i in history.index.odd_content:
+        content = messages[i].get("content")
+        if type(content) is dict and messages[i]["role"] != "tool":
+            if type(content.get("type")) is str:
+                hits.append(Hit(i, ".content", "content is an object, not an array of parts"))
+            else:
+                detail = "content is an object that is no content part"
+                hits.append(Hit(i, ".content", detail, fatal=True))
+    return hits
+
+
+def _wrapped(content: Any) -> Any:
+    text = content.get("text")
+    if content.get("type") == "text" and type(text) is str:
+        return text
+    return [content]
+
+
+@content_object.repair("wrap")
+def _wrap_object(history: History, hits: Sequence[Hit], params: Params) -> History:
+    return _set_content(history, hits, _wrapped)
+
+
+RULES = (content_object, tool_content_shape, content_parts_unsupported)
