@@ -219,6 +219,7 @@ class Outcome:
         """The body to forward once repaired: ``body`` with the repaired items and fields."""
         kept = {k: v for k, v in body.items() if k not in self.removed}
         return {**kept, **self.fields, items_key: self.messages}
+
     #: Top-level request fields a repair removed (xAI: ``tool_choice`` without ``tools``).
     removed: frozenset[str] = frozenset()
 

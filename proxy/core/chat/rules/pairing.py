@@ -86,7 +86,8 @@ def duplicate_tool_result(history: History, params: Params) -> list[Hit]:
     OpenAI answers ``Invalid parameter: Duplicate value for 'tool_call_id' of '…', in
     messages[7] and messages[8].`` and Gemini counts responses against calls (``the number of
     function response parts is equal to the number of function call parts``). ``keep_last``
-    keeps the latest result, ``keep_first`` the earliest; the others are dropped.
+    keeps the latest result, ``keep_first`` the earliest; the others are dropped. An empty
+    result (a placeholder written before the tool ran) never displaces one that says something.
     """
     if well_paired(history):
         return []
@@ -97,11 +98,20 @@ def duplicate_tool_result(history: History, params: Params) -> list[Hit]:
         extra = len(positions) - pairing.capacity[key]
         if extra <= 0:
             continue
-        kept = positions[0] if keep_first else positions[-1]
-        dropped = positions[-extra:] if keep_first else positions[:extra]
+        ranked = sorted(positions, key=_rank(history.messages, keep_first))
+        kept, dropped = ranked[-1], ranked[:extra]
         detail = f"another result for tool call {key[1]!r} (kept: {history.path(kept)})"
         hits.extend(Hit(t, "", detail) for t in dropped)
     return sorted(hits, key=lambda hit: hit.index)
+
+
+def _rank(messages: list[Message], keep_first: bool) -> Callable[[int], tuple[bool, int]]:
+    """Order a call's results from the first to drop to the one to keep."""
+
+    def rank(t: int) -> tuple[bool, int]:
+        return not is_empty(messages[t].get("content")), -t if keep_first else t
+
+    return rank
 
 
 @duplicate_tool_result.repair("keep_last")
