@@ -40,6 +40,7 @@ class Sample:
     body: dict[str, Any]  # a broken history the API's default policy repairs
     rule: str  # the rule that repairs it
     refusal: str  # an upstream's text the signature catalogue maps to ``rule``
+    preset: str = "openai"  # the preset whose dialect refuses the broken form
 
 
 def _chat() -> Sample:
@@ -78,7 +79,7 @@ def _messages() -> Sample:
         "messages": messages,
     }
     refusal = "messages: text content blocks must be non-empty"
-    return Sample(body, "messages_empty_text", refusal)
+    return Sample(body, "messages_empty_text", refusal, preset="anthropic")
 
 
 SAMPLES: dict[str, Sample] = {"chat": _chat(), "responses": _responses(), "messages": _messages()}
@@ -137,7 +138,9 @@ def start(monkeypatch: pytest.MonkeyPatch) -> Iterator[Start]:
     with ExitStack() as stack:
 
         def run(
-            answers: list[tuple[int, dict[str, Any]]], rules: dict[str, Any] | None = None
+            answers: list[tuple[int, dict[str, Any]]],
+            rules: dict[str, Any] | None = None,
+            preset: str = "openai",
         ) -> tuple[str, Upstream]:
             upstream = Upstream([], list(answers))
             settings = load_settings(
@@ -149,7 +152,7 @@ def start(monkeypatch: pytest.MonkeyPatch) -> Iterator[Start]:
                         "policy": "mine",
                     }
                 },
-                policies={"mine": {"base": "openai", "rules": rules or {}}},
+                policies={"mine": {"base": preset, "rules": rules or {}}},
                 routing={"default": "up"},
                 repair_log={"url": "memory://", "flush_interval": 0.05},
             )
@@ -173,7 +176,7 @@ def _key_sent(wire: Wire, headers: httpx.Headers) -> None:
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_routed_keyed_checked_recorded_diffed_and_drawn(name: str, start: Start) -> None:
     wire, sample = WIRES[name], _sample(name)
-    url, upstream = start([])
+    url, upstream = start([], preset=sample.preset)
     client_keys = {"authorization": "Bearer client-key", "x-api-key": "client-key"}
     answer = httpx.post(f"{url}/v1{wire.path}", json=sample.body, headers=client_keys)
     assert answer.status_code == 200, answer.text
@@ -194,7 +197,7 @@ def test_routed_keyed_checked_recorded_diffed_and_drawn(name: str, start: Start)
 def test_a_refusal_is_retried_through_the_row(name: str, start: Start) -> None:
     wire, sample = WIRES[name], _sample(name, retried=True)
     refusal = BadRequestBody(sample.refusal).payload(wire.error_shape)
-    url, upstream = start([(400, refusal)], rules={sample.rule: "warn"})
+    url, upstream = start([(400, refusal)], rules={sample.rule: "warn"}, preset=sample.preset)
     answer = httpx.post(f"{url}/v1{wire.path}", json=sample.body)
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-toolcall-guard-retried"] == sample.rule
