@@ -18,6 +18,7 @@ from proxy.core.responses.items import (
 )
 from proxy.core.responses.rules.common import answers_a_call
 from proxy.core.responses.rules.facts import tool_facts
+from proxy.core.responses.rules.pairing import SALVAGE_TEXT, salvaged
 from proxy.core.rule import BadParam, Hit, Params, rule
 
 #: Synthetic call ids are UUIDv5 in this namespace, as codex derives its synthetic output ids
@@ -54,7 +55,9 @@ def responses_call_id_format(history: Items, params: Params) -> list[Hit]:
     outputs together, so pairs stay pairs and prompt caches survive), gives a call without one
     an id derived from its position and content, and binds an output without one to the only
     call still open before it (with the same ``name`` when the output names one). An output
-    that could answer several open calls, or none, is rejected.
+    that can answer no open call is treated as chat's orphan result: a user message naming it
+    and carrying its output takes its place (issue 22); one that could answer several is
+    rejected (no guess at which).
     """
     limit = params["max_length"]
     facts = tool_facts(history)
@@ -88,6 +91,9 @@ def _bind(history: Items, i: int, item: Item, open_calls: list[tuple[int, str]])
     candidates = [
         (c, k) for c, k in open_calls if name is None or history.messages[c].get("name") == name
     ]
+    if not candidates:
+        detail = f"{kind(item)} without a call_id, and no open call it may answer"
+        return Hit(i, ".call_id", detail, data=("salvage",))
     if len(candidates) != 1:
         detail = f"{kind(item)} without a call_id, and {len(candidates)} open calls it may answer"
         return Hit(i, ".call_id", detail, fatal=True)
@@ -108,6 +114,9 @@ def _remap(history: Items, hits: Sequence[Hit], params: Params) -> Items:
         if hit.fatal or isinstance(hit.data, str):
             continue
         item = history.messages[hit.index]
+        if hit.data == ("salvage",):  # an output of no call: its text goes on as user text
+            changes[hit.index] = salvaged(item, SALVAGE_TEXT, _named(item))
+            continue
         if hit.data is None:  # a call without an id: derive one from where and what it is
             new = synthetic_call_id(history.origin(hit.index), kind(item), _content_of(item))
         else:
@@ -115,6 +124,12 @@ def _remap(history: Items, hits: Sequence[Hit], params: Params) -> Items:
             new = fresh.get(bound, bound)
         changes[hit.index] = {**item, "call_id": new}
     return history.replace(changes)
+
+
+def _named(item: Item) -> str:
+    """How a salvaged output without a call_id is named: its tool's name, when it has one."""
+    name = item.get("name")
+    return f"{name!r} (no call_id)" if type(name) is str and name else "(no call_id)"
 
 
 def _content_of(item: Item) -> Any:

@@ -78,7 +78,7 @@ def responses_orphan_output(history: Items, params: Params) -> list[Hit]:
 
 @responses_orphan_output.repair("salvage")
 def _salvage(history: Items, hits: Sequence[Hit], params: Params) -> Items:
-    changes = {h.index: _salvaged(history.messages[h.index], params["text"]) for h in hits}
+    changes = {h.index: salvaged(history.messages[h.index], params["text"]) for h in hits}
     return history.replace(changes)
 
 
@@ -87,9 +87,10 @@ def _drop_output(history: Items, hits: Sequence[Hit], params: Params) -> Items:
     return history.without({hit.index for hit in hits})
 
 
-def _salvaged(item: Item, template: str) -> Item:
-    """A user message holding what the output said, after a line naming its call."""
-    header = template.replace("{id}", str(call_key(item)))
+def salvaged(item: Item, template: str, name: str | None = None) -> Item:
+    """A user message holding what the output said, after a line naming its call (``name``:
+    how to name it, its call_id by default)."""
+    header = template.replace("{id}", name if name is not None else str(call_key(item)))
     parts: list[dict[str, Any]] = [{"type": "input_text", "text": header}]
     output = item.get("output")
     if type(output) is str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.responses.items import Items, item_id
+from proxy.core.responses.items import Item, Items, item_id
 from proxy.core.rule import Hit, Params, rule
 
 
@@ -44,8 +44,10 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
     set to false. …`` (responses-api.md R6; vercel/ai#7543, opencode#7724): a reasoning item
     with an ``id`` but no ``encrypted_content`` (only its id can carry it), and any
     ``item_reference``. The ``drop`` repair drops such reasoning items (the model cannot read
-    them anyway: without ``encrypted_content`` they hold no state); an ``item_reference`` has
-    nothing to send inline, so it is always rejected.
+    them anyway: without ``encrypted_content`` they hold no state) and references to reasoning
+    items (an ``rs_`` id: reasoning is never replayable by the client, so dropping it loses
+    nothing the client could send; issue 22); any other ``item_reference`` has nothing to send
+    inline, so it is rejected.
     """
     if history.request.get("store") is not False:
         return []
@@ -55,7 +57,7 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
         item, k = items[i], history.kinds[i]
         if k == "item_reference":
             detail = f"item_reference {item.get('id')!r} cannot be resolved: store is false"
-            hits.append(Hit(i, ".id", detail, fatal=True))
+            hits.append(Hit(i, ".id", detail, fatal=not _reasoning_ref(item)))
         elif k == "reasoning" and item_id(item) and not item.get("encrypted_content"):
             detail = f"reasoning {item['id']!r} has no encrypted_content and store is false"
             hits.append(Hit(i, ".id", detail))
@@ -63,6 +65,12 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
 
 
 _LOOKED_UP = frozenset({"item_reference", "reasoning"})
+
+
+def _reasoning_ref(item: Item) -> bool:
+    """An ``item_reference`` to a reasoning item (its id begins with ``rs_``, R10)."""
+    value = item.get("id")
+    return type(value) is str and value.startswith("rs_")
 
 
 @responses_store_false.repair("drop")
