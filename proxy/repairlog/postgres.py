@@ -277,7 +277,10 @@ class PostgresRepairLog:
         return deleted
 
     async def ping(self) -> None:
-        async with self._connection() as conn:
+        """On a pooled connection beside the writer's; a table someone keeps locked is reported
+        (lock timeout) within a quarter second, not waited on."""
+        async with self._connection() as conn, conn.transaction():
+            await conn.execute("SET LOCAL lock_timeout = '250ms'")
             await conn.execute("SELECT 1 FROM records LIMIT 0")
             cur = await conn.execute("SELECT current_setting('transaction_read_only')")
             row = await cur.fetchone()

@@ -1,5 +1,6 @@
-"""Readiness checks the SQLite log without occupying its writer (issue 26 item 3): a ping has
-its own short-lived connection and thread, and a locked database is reported, not waited on."""
+"""Readiness checks the log without occupying its writer (issue 26 item 3): a SQLite ping has
+its own short-lived connection and thread; a locked database (SQLite) or table (PostgreSQL) is
+reported, not waited on."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from proxy.repairlog import RepairLogUnavailable
+from proxy.repairlog.postgres import PostgresRepairLog
 from proxy.repairlog.sqlite import PING_BUSY_TIMEOUT, SQLiteRepairLog
 from tests.repairlog.records import make_record
 
@@ -72,5 +75,21 @@ async def test_a_ping_creates_a_missing_database_like_the_writer(tmp_path: Path)
         await repair_log.ping()
         with contextlib.closing(sqlite3.connect(repair_log.path)) as conn:
             assert conn.execute("SELECT count(*) FROM records").fetchone() == (0,)
+    finally:
+        await repair_log.close()
+
+
+@pytest.mark.postgres
+async def test_a_locked_postgres_table_is_reported_at_once(pg_url: str) -> None:
+    repair_log = PostgresRepairLog(pg_url)
+    await repair_log.open()
+    try:
+        with psycopg.connect(pg_url) as holder:  # a migration of someone else's, say
+            holder.execute("LOCK TABLE records IN ACCESS EXCLUSIVE MODE")
+            started = time.perf_counter()
+            with pytest.raises(RepairLogUnavailable, match="lock timeout"):
+                await repair_log.ping()
+            assert time.perf_counter() - started < 1.5
+        await repair_log.ping()  # the lock is gone with its transaction: ready again
     finally:
         await repair_log.close()
