@@ -57,7 +57,7 @@ class Front:
         if refused is not None:
             await send_error(send, refused, [])
             return
-        cors = self.browser.allowed_origin(scope)
+        cors = self.browser.allowed_origin(scope) if self.browser.origins else None
         if scope["method"] == "OPTIONS":  # answered here: a preflight never goes upstream
             await answer_options(send, scope, cors)
             return

@@ -35,6 +35,8 @@ from proxy.settings import ServerSettings
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 #: Request bodies a browser sends cross-origin without asking first (the CORS "simple" types).
 _JSON_TYPES = (b"application/json",)
+#: Distinct Host values remembered with their decision.
+_SEEN = 256
 #: Probes name the pod by its address (Kubernetes), and their answers tell a page nothing.
 _PROBES = frozenset({"/healthz", "/readyz"})
 _METHODS = b"GET, HEAD, POST, DELETE, OPTIONS"
@@ -51,6 +53,7 @@ class BrowserGuard:
         self.any_host = "*" in hosts or (not hosts and not server.is_loopback())
         self.hosts = frozenset(hosts | LOOPBACK_NAMES)
         self.origins = frozenset(o.strip().lower().rstrip("/") for o in server.allowed_origins)
+        self.seen: dict[bytes, bool] = {}  # Host values already decided
 
     def refusal(self, scope: Scope) -> ProxyError | None:
         """Why this request is refused, or None; reads the headers only."""
@@ -59,7 +62,7 @@ class BrowserGuard:
             return _host_refused(host)
         if origin is not None and not self.same_or_allowed(origin, host):
             return _origin_refused(origin)
-        if origin is None and site == b"cross-site" and not _navigation(scope):
+        if origin is None and _cross_site_fetch(site, scope):
             return _cross_site()
         browser = origin is not None or site is not None
         if browser and scope["method"] == "POST" and not _is_json(content_type):
@@ -71,8 +74,14 @@ class BrowserGuard:
         return None
 
     def _host_allowed(self, value: bytes) -> bool:
+        known = self.seen.get(value)
+        if known is not None:
+            return known
         name = host_name(value)
-        return self.any_host or name in self.hosts or _never_rebound(name)
+        allowed = self.any_host or name in self.hosts or _never_rebound(name)
+        if len(self.seen) < _SEEN:  # clients send few; a flood of names is decided each time
+            self.seen[value] = allowed
+        return allowed
 
     def same_or_allowed(self, origin: bytes, host: bytes | None) -> bool:
         """Whether ``origin`` is the request's own (``scheme://`` + its ``Host``) or allowed."""
@@ -107,19 +116,20 @@ def _never_rebound(name: str) -> bool:
         return False
 
 
-def _browser_headers(scope: Scope) -> tuple[bytes | None, ...]:
-    """``Host``, ``Origin``, ``Sec-Fetch-Site`` (lower-cased) and ``Content-Type``, if sent."""
-    host = origin = site = content_type = None
+#: The headers :meth:`BrowserGuard.refusal` reads, by their slot in what _browser_headers returns.
+_READ = {b"host": 0, b"origin": 1, b"sec-fetch-site": 2, b"content-type": 3}
+
+
+def _browser_headers(scope: Scope) -> list[bytes | None]:
+    """``Host``, ``Origin``, ``Sec-Fetch-Site`` and ``Content-Type``, if sent (one dict lookup
+    per header: this runs on every request)."""
+    found: list[bytes | None] = [None, None, None, None]
+    slot = _READ.get
     for name, value in scope["headers"]:
-        if name == b"host":
-            host = value
-        elif name == b"origin":
-            origin = value
-        elif name == b"sec-fetch-site":
-            site = value.lower()
-        elif name == b"content-type":
-            content_type = value
-    return host, origin, site, content_type
+        i = slot(name)
+        if i is not None:
+            found[i] = value
+    return found
 
 
 def host_name(value: bytes) -> str:
@@ -128,6 +138,11 @@ def host_name(value: bytes) -> str:
     if text.startswith("["):
         return text[: text.find("]") + 1] if "]" in text else text
     return text.rpartition(":")[0] if ":" in text else text
+
+
+def _cross_site_fetch(site: bytes | None, scope: Scope) -> bool:
+    """``Sec-Fetch-Site: cross-site`` on anything but a ``GET`` navigation."""
+    return site is not None and site.lower() == b"cross-site" and not _navigation(scope)
 
 
 def _navigation(scope: Scope) -> bool:

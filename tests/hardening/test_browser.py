@@ -13,6 +13,8 @@ import httpx
 import orjson
 import pytest
 
+from proxy.api.browser import BrowserGuard
+from proxy.settings import ServerSettings
 from tests.hardening.conftest import CLEAN, Conn, Guard, RawUpstream, chat, response
 
 INJECTED = "sk-SECRET-browser-test-0b1c2d3e"
@@ -252,3 +254,14 @@ def test_an_upstream_error_page_is_never_sniffed(
     assert answer.status_code == 502
     assert answer.headers["content-type"] == "text/html"
     assert answer.headers.get_list("x-content-type-options") == ["nosniff"]
+
+
+def test_host_decisions_are_remembered_within_a_bound() -> None:
+    guard = BrowserGuard(ServerSettings())
+    for n in range(1000):  # a flood of names: each refused, the memory bounded
+        scope = {"method": "GET", "path": "/repairs", "headers": [(b"host", b"e%d.example" % n)]}
+        assert guard.refusal(scope) is not None
+    assert len(guard.seen) <= 256
+    assert (
+        guard.refusal({"method": "GET", "path": "/", "headers": [(b"host", b"localhost")]}) is None
+    )

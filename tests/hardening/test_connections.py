@@ -131,6 +131,20 @@ def test_the_next_head_on_a_kept_alive_connection_is_timed_too(address: tuple[st
         assert _closed_after(sock, started, trickle=True) < HEADER_TIMEOUT + SLACK
 
 
+def test_the_head_timeout_does_not_cut_the_body_or_the_answer(address: tuple[str, int]) -> None:
+    """The clock stops once the head is in: a body slower than it is server.body_timeout's."""
+    body = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}'
+    with _connect(address) as sock:
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\n"
+            b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body)
+        )
+        time.sleep(HEADER_TIMEOUT + 0.5)  # the pace of this client, past the head's timeout
+        sock.sendall(body)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 502 ")  # answered (the upstream is down), not cut
+
+
 def test_an_idle_kept_alive_connection_is_closed(address: tuple[str, int]) -> None:
     with _connect(address) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
