@@ -132,6 +132,13 @@ def create_app(
             app.state.relay, app.state.repair_log, app.state.writer = relay, log, writer
             proxy.bind(relay, writer)
             stack.callback(proxy.bind, None, None)
+            url = settings.repair_log.url
+            if repair_log is None and url.partition(":")[0].lower() in ("postgresql", "postgres"):
+                from proxy.api.learned_shared import SharedLearned  # needs the postgres extra
+
+                shared = app.state.learned_shared = SharedLearned(url, proxy.learned)
+                shared.start()
+                stack.push_async_callback(shared.stop)
             yield
 
     app = ToolcallGuard(

@@ -21,8 +21,9 @@ is fenced in by the signatures (anchored, agreeing with the envelope's ``param``
 in the refused request: :mod:`proxy.core.learnable`). Past ``max_entries`` pending entries go
 before confirmed ones, so a flood of one-off refusals cannot push out what a fleet confirmed.
 
-**Per process**: nothing is shared between replicas or kept across restarts; each process
-learns on its own (a refusal costs each replica one retry per reporter needed).
+**Per process**, unless the repair log is PostgreSQL: then every replica shares what it learns
+through a table (:mod:`proxy.api.learned_shared`) and applies it within seconds; with SQLite
+or memory, each process learns on its own (a refusal costs it one retry per reporter needed).
 
 ``GET /repairs/learned`` lists what is learned, ``DELETE /repairs/learned`` forgets it (admin,
 like ``/repairs``). The router reads ``request.app.state.learned``. Mount :data:`router` before
@@ -60,6 +61,10 @@ DEFAULT_CONFIRMATIONS = 2
 MAX_EVIDENCE = 500
 
 Key = tuple[str, str, str]  # (upstream, model, field pattern)
+#: A report to share with other replicas: the key, the reporter, the evidence, the expiry.
+Report = tuple[Key, str, str, float]
+#: What the shared table holds for one key: its reporters, evidence and latest expiry.
+Shared = tuple[set[str], str, float]
 
 
 @dataclass(slots=True)
@@ -76,6 +81,8 @@ class Learned:
     reporters: set[str] = dataclasses.field(default_factory=set)
     confirmed: bool = False
     applied: int = 0
+    #: Seen in the shared table (:mod:`proxy.api.learned_shared`): gone from it, it was forgotten.
+    shared: bool = False
 
     def applies_to(self, client: str | None) -> bool:
         """Whether a request from ``client`` (None: clients are not told apart) is stripped."""
@@ -113,6 +120,9 @@ class LearnedStrips:
         self.confirmations = confirmations
         self.clock = clock
         self._entries: OrderedDict[Key, Learned] = OrderedDict()  # oldest first
+        #: Set while a shared table syncs this store: reports then wait in the outbox.
+        self.sharing = False
+        self._outbox: list[Report] = []
 
     def learn(
         self, upstream: str, model: str | None, field: str, evidence: str, *, reporter: str
@@ -120,19 +130,42 @@ class LearnedStrips:
         """Remember that ``upstream`` refused ``field`` for ``model``, seen by ``reporter``
         (learning it again renews it and adds the reporter); past ``max_entries`` the oldest
         pending entry goes, else the oldest."""
-        now = self.clock()
         key = (upstream, model or "", field)
-        entry = self._entries.pop(key, None)
+        expires_at = self.clock() + self.ttl
+        if key in self._entries:
+            self._entries.move_to_end(key)  # renewed: the newest
+        self._merge(key, {reporter}, evidence, expires_at)
+        if self.sharing and len(self._outbox) < self.max_entries * self.confirmations:
+            self._outbox.append((key, reporter, evidence[:MAX_EVIDENCE], expires_at))
+
+    def drain(self) -> list[Report]:
+        """The reports made since the last call, for the shared table."""
+        reports, self._outbox = self._outbox, []
+        return reports
+
+    def absorb(self, table: dict[Key, Shared]) -> None:
+        """Take in what the shared table holds: its reporters count towards confirmation here
+        too; an entry that was in the table and is gone from it was forgotten elsewhere."""
+        for key in [k for k, e in self._entries.items() if e.shared and k not in table]:
+            del self._entries[key]
+        for key, (reporters, evidence, expires_at) in table.items():
+            self._merge(key, reporters, evidence, expires_at).shared = True
+        self._expire()
+
+    def _merge(self, key: Key, reporters: set[str], evidence: str, expires_at: float) -> Learned:
+        entry = self._entries.get(key)
         if entry is None:
-            entry = Learned(*key, "", now, now)
-        entry.evidence, entry.expires_at = evidence[:MAX_EVIDENCE], now + self.ttl
-        if len(entry.reporters) < self.confirmations:
-            entry.reporters.add(reporter)
+            now = self.clock()
+            entry = self._entries[key] = Learned(*key, "", now, now)
+        entry.evidence = evidence[:MAX_EVIDENCE]
+        entry.expires_at = max(entry.expires_at, expires_at)
+        room = self.confirmations - len(entry.reporters)
+        entry.reporters.update(sorted(reporters - entry.reporters)[: max(room, 0)])
         entry.confirmed = len(entry.reporters) >= self.confirmations
-        self._entries[key] = entry
         while len(self._entries) > self.max_entries:
             pending = next((k for k, e in self._entries.items() if not e.confirmed), None)
             self._entries.pop(pending) if pending is not None else self._entries.popitem(False)
+        return entry
 
     def strip(
         self, upstream: str, model: str | None, body: dict[str, Any], client: str | None = None
@@ -233,13 +266,17 @@ router = APIRouter(
 
 @router.get("/repairs/learned", response_model=LearnedList, summary="Fields learned to strip")
 async def list_learned(request: Request) -> dict[str, Any]:
-    """Fields upstreams refused, stripped up front until they expire (this process only)."""
+    """Fields upstreams refused, stripped up front until they expire (this process, or every
+    replica of a PostgreSQL repair log)."""
     return {"data": [e.as_dict() for e in _store(request).entries()]}
 
 
 @router.delete("/repairs/learned", response_model=Forgotten, summary="Forget learned fields")
 async def forget_learned(request: Request) -> dict[str, int]:
     """Forget every learned field; returns how many entries went."""
+    shared = getattr(request.app.state, "learned_shared", None)
+    if shared is not None:  # every replica of a PostgreSQL repair log forgets it too
+        await shared.clear()
     return {"deleted": _store(request).clear()}
 
 

@@ -185,3 +185,26 @@ async def test_without_a_store_it_says_so(monkeypatch: pytest.MonkeyPatch) -> No
         answer = await http.get("/repairs/learned")
     assert answer.status_code == 503
     assert answer.json()["error"]["code"] == "learned_strips_unavailable"
+
+
+def test_a_shared_table_confirms_and_forgets_across_replicas() -> None:
+    """What :mod:`proxy.api.learned_shared` does with a store, without the database."""
+    key = ("groq", "m", "messages[*].refusal")
+    here, there = LearnedStrips(clock=Clock()), LearnedStrips(clock=Clock())
+    here.learn("groq", "m", key[2], "refused", reporter="body:1")
+    assert here.drain() == []  # not sharing: nothing waits to be written
+    there.sharing = True
+    there.learn("groq", "m", key[2], "refused", reporter="body:2")
+    [(reported, reporter, _, expires_at)] = there.drain()
+    assert (reported, reporter) == (key, "body:2")
+    assert there.drain() == []
+    # the table holds both reports: the second replica's confirms the first's
+    here.absorb({key: ({"body:1", "body:2"}, "refused", expires_at)})
+    [entry] = here.entries()
+    assert (entry.confirmed, entry.shared, sorted(entry.reporters)) == (
+        True,
+        True,
+        ["body:1", "body:2"],
+    )
+    here.absorb({})  # gone from the table: forgotten elsewhere
+    assert here.entries() == []
