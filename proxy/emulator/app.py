@@ -36,7 +36,14 @@ from proxy.emulator.messages import (
 from proxy.emulator.messages_errors import forced as messages_forced
 from proxy.emulator.messages_threads import Threads
 from proxy.emulator.responses_answer import responses_reply
-from proxy.emulator.validators import PROVIDERS, forced, not_found, not_json, validate
+from proxy.emulator.validators import (
+    PROVIDERS,
+    forced,
+    missing_model,
+    not_found,
+    not_json,
+    validate,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -172,7 +179,9 @@ class EmulatorApp:
         except orjson.JSONDecodeError as error:
             await _reject(send, not_json(self.provider, error.lineno, error.colno))
             return
-        rejection = validate(self.provider, body, raw=request.body)
+        rejection = missing_model(self.provider, body) or validate(
+            self.provider, body, raw=request.body
+        )
         if rejection is not None:
             await _reject(send, rejection)
             return

@@ -106,6 +106,27 @@ def not_json(provider: str, line: int = 1, column: int = 1) -> Rejection:
     return gemini.not_json()
 
 
+#: OpenAI's 400 for a chat body without ``model`` (``param`` and ``code`` null), as its API
+#: answers it in the wild (e.g. danielmiessler/Fabric#239, lss233/kirara-ai#800). The other
+#: providers' texts are not in the evidence: they get the same wording in their own error shape
+#: (our wording there, not theirs).
+MISSING_MODEL = "you must provide a model parameter"
+
+
+def missing_model(provider: str, body: Any) -> Rejection | None:
+    """The 400 for a chat body whose ``model`` is missing or empty; None when it names one."""
+    if not isinstance(body, dict) or body.get("model") not in (None, ""):
+        return None
+    if provider in SECOND_TIER:
+        dialect = SECOND_TIER[provider]
+        return dialect.reject(f"{dialect.prefix}-model", MISSING_MODEL, 400)
+    if provider == "openai":
+        return openai_rejection("O-model", MISSING_MODEL)
+    if provider == "deepseek":
+        return deepseek_rejection("D-model", MISSING_MODEL)
+    return gemini_rejection("G-model", MISSING_MODEL)
+
+
 def not_found(provider: str, method: str, path: str) -> Rejection:
     """The provider's 404 for an unknown path."""
     if provider in SECOND_TIER:
