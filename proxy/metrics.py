@@ -19,8 +19,8 @@ REQUESTS = Counter(
 )
 OUTCOMES = Counter(
     "toolcall_guard_outcomes_total",
-    "Requests of a wire API (chat, responses) by sanitizer outcome (clean, repaired, warned, "
-    "rejected).",
+    "Requests of a wire API (chat, responses, messages) by sanitizer outcome (clean, repaired, "
+    "warned, rejected).",
     ["upstream", "api", "outcome"],
 )
 ENDINGS = Counter(

@@ -172,6 +172,10 @@ def test_a_claude_model_goes_to_anthropic_byte_for_byte(
     assert received.body == sent  # a valid history goes out as its very bytes
     assert received.headers["anthropic-version"] == HEADERS["anthropic-version"]
     assert received.headers["anthropic-beta"] == HEADERS["anthropic-beta"]
+    metrics = proxy.http.get(proxy.url + "/metrics").text
+    assert 'toolcall_guard_outcomes_total{api="messages",outcome="clean",upstream="anthropic"}' in (
+        metrics
+    )
 
 
 def test_a_path_prefix_routes_to_that_upstreams_anthropic_base(
