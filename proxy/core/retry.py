@@ -35,7 +35,8 @@ from proxy.core.wire import WIRES, Wire
 
 #: Statuses a refused history comes back with (Mistral's schema errors are 422; R6 is 404).
 RETRY_STATUSES = frozenset({400, 404, 422})
-#: Responses tools the server executes: a retry could run them twice (repair-on-reject.md C2).
+#: Tools the server executes (Responses; Anthropic Messages' versioned ``web_search_…``,
+#: ``web_fetch_…``, ``code_execution_…``): a retry could run them twice (repair-on-reject.md C2).
 SERVER_TOOLS = (
     "web_search",
     "file_search",
@@ -43,6 +44,8 @@ SERVER_TOOLS = (
     "computer",
     "mcp",
     "image_generation",
+    "web_fetch",
+    "code_execution",
 )
 #: A user override to these keeps a rule away from retries too (issue 15 item 3).
 REFUSED = frozenset({"off", "reject"})
@@ -94,6 +97,8 @@ def unsafe_to_repeat(body: Mapping[str, Any]) -> bool:
     if body.get("background") or body.get("conversation") is not None:
         return True
     if body.get("web_search_options") is not None:  # chat's server-side search
+        return True
+    if body.get("mcp_servers"):  # Messages' MCP connector: the server calls those tools
         return True
     tools = body.get("tools")
     return type(tools) is list and any(_server_tool(t) for t in tools)

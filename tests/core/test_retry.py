@@ -371,6 +371,9 @@ BROKEN = chat(user(), asks(call()), answer())
         ),
         ({"tools": [{"type": "tool_search"}]}, "server tool search"),
         ({"web_search_options": {}}, "chat web search"),
+        ({"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]}, "Messages web fetch"),
+        ({"tools": [{"type": "code_execution_20250825", "name": "x"}]}, "Messages code exec"),
+        ({"mcp_servers": [{"type": "url", "url": "https://x", "name": "x"}]}, "MCP connector"),
     ],
 )
 def test_never_for_requests_that_must_not_run_twice(extra: dict[str, Any], why: str) -> None:
