@@ -88,6 +88,9 @@ class RecordSummary(BaseModel):
     conversation: str | None = Field(
         None, description="the conversation's key (its stable start, or the client's own id)"
     )
+    client: str | None = Field(
+        None, description="the client's product token, from its User-Agent (openai-python/1.52.0)"
+    )
     repeat_of: str | None = Field(
         None, description="the conversation's first record with the same findings, if a repeat"
     )

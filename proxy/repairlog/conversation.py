@@ -10,6 +10,7 @@ a *repeat* of that first record (it counts on the first record as ``repeats`` an
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,11 @@ from typing import Any
 import orjson
 
 from proxy.repairlog.record import Record
+
+#: A product token and an optional bare version after it: ``OpenAI/Python 1.52.0``.
+_CLIENT = re.compile(
+    rb"[A-Za-z][A-Za-z0-9._+-]{0,40}(?:/[A-Za-z0-9._+-]{1,24})?(?: [0-9][0-9.]{0,15})?"
+)
 
 #: History items read for the key at most, when no user turn comes early (bounded work).
 _START_ITEMS = 8
@@ -54,6 +60,16 @@ def conversation_key(path: str, body: Any) -> str | None:
         if isinstance(item, dict) and item.get("role") == "user":
             break
     return _hex("start", path, body.get("system"), body.get("instructions"), start)
+
+
+def client_of(user_agent: bytes | None) -> str | None:
+    """Which client sent a request: the leading product token of its ``User-Agent`` (and the
+    version after it), never more: ``claude-cli/2.1.3 (external, cli)`` -> ``claude-cli/2.1.3``.
+    It names a library, not a person, so every capture mode keeps it."""
+    if not user_agent:
+        return None
+    match = _CLIENT.match(user_agent)
+    return None if match is None else match.group().decode()
 
 
 def finding_key(record: Record) -> str:

@@ -58,6 +58,8 @@ class Record:
     #: The conversation the request belongs to (:mod:`proxy.repairlog.conversation`), set by
     #: the capture step from the body as received.
     conversation: str | None = None
+    #: The client's product token (``openai-python/1.52.0``, from its ``User-Agent``), bounded.
+    client: str | None = None
     #: The first record of this conversation with the same findings, when this one repeats it
     #: (set by the backend as it writes); on a first record, how often it repeated and when last.
     repeat_of: str | None = None

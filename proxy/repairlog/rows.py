@@ -46,6 +46,7 @@ def record_row(
         record.proxy_error,
         record.ending,
         record.conversation,
+        record.client,
         record.repeat_of,
         record.repeats,
         None if record.last_seen is None else ts(record.last_seen),

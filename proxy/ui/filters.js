@@ -3,8 +3,8 @@
 
 import { ENDINGS, h, OUTCOMES } from "./dom.js";
 
-export const FILTERS = ["upstream", "model", "outcome", "ending", "rule", "range", "since", "until",
-  "live"];
+export const FILTERS = ["upstream", "model", "outcome", "ending", "rule", "conversation", "range",
+  "since", "until", "live"];
 
 const RANGES = [["", "any time"], ["15m", "last 15 minutes"], ["1h", "last hour"],
   ["24h", "last 24 hours"], ["7d", "last 7 days"], ["custom", "between…"]];
@@ -55,7 +55,7 @@ export function filterForm(params, { onChange, onLive }) {
   const live = h("input", { type: "checkbox", name: "live", checked: params.live !== "0" });
   const form = h("form", { className: "filters", ariaLabel: "filters" },
     text("upstream", "upstream"), text("model", "model"), outcome, ending, text("rule", "rule"),
-    range,
+    text("conversation", "conversation"), range,
     custom, lists.upstream, lists.rule,
     h("label", { className: "live" }, live, " live"),
     h("button", { type: "reset", className: "link" }, "clear"));

@@ -68,8 +68,8 @@ class RecordList {
 
   // The filters and time bounds; the stats panel counts what they match.
   filters() {
-    const { upstream, model, outcome, ending, rule } = this.params;
-    return { upstream, model, outcome, ending, rule, ...rangeBounds(this.params) };
+    const { upstream, model, outcome, ending, rule, conversation } = this.params;
+    return { upstream, model, outcome, ending, rule, conversation, ...rangeBounds(this.params) };
   }
 
   async reload() {
@@ -195,6 +195,20 @@ function actionsByRule(findings) {
   return worst;
 }
 
+// A broken conversation's first record: how often its break came back, since when, who sent it
+// (the conversation's every turn: the record page links them).
+function turns(r) {
+  const parts = [];
+  if (r.repeats > 0) {
+    parts.push(`${r.repeats + 1} turns`, `since ${timeLabel(r.created_at)}`);
+    if (r.last_seen) parts.push(`last ${timeLabel(r.last_seen)}`);
+  } else if (r.repeat_of) {
+    parts.push("repeat");
+  }
+  if (r.client && parts.length) parts.push(r.client);
+  return parts.length ? h("span", { className: "turns muted" }, parts.join(" · ")) : null;
+}
+
 function row(r) {
   const counts = r.rules && typeof r.rules === "object" ? Object.entries(r.rules)
     : [...ruleCounts(r.findings)];
@@ -211,7 +225,7 @@ function row(r) {
     h("span", { className: "c-outcome" }, badge(r.outcome)),
     h("span", { className: "c-upstream" }, String(r.upstream ?? "")),
     h("span", { className: "c-model mono" }, String(r.model ?? "—")),
-    h("span", { className: "c-rules" }, rules),
+    h("span", { className: "c-rules" }, rules, turns(r)),
     h("span", { className: "c-status", title: status || undefined },
       code == null ? null : h("span", { className: "code" }, String(code)),
       why == null ? null : h("span", { className: "err-kind" }, String(why)),

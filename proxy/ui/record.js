@@ -39,11 +39,24 @@ function header(record) {
     ["error kind", record.upstream_error_kind],
     ["duration", duration(record.duration_ms)],
     ["request id", record.request_id],
+    ["client", record.client],
+    ["conversation", conversationLink(record)],
   ].filter(([, value]) => value !== undefined && value !== null && value !== "");
   return h("header", { className: "record-head" },
     h("h1", {}, badge(record.outcome), " ", h("span", { className: "mono id" }, record.id)),
     h("dl", { className: "meta" },
       meta.map(([key, value]) => h("div", {}, h("dt", {}, key), h("dd", {}, value)))));
+}
+
+// Every turn of the record's conversation, and the first record a repeat counts on.
+function conversationLink(record) {
+  if (!record.conversation) return null;
+  const all = h("a", { href: `#/?conversation=${encodeURIComponent(record.conversation)}` },
+    record.repeats > 0 ? `all ${record.repeats + 1} turns` : "all turns");
+  if (!record.repeat_of) return all;
+  return h("span", {}, all, " · repeat of ",
+    h("a", { className: "mono", href: `#/r/${encodeURIComponent(record.repeat_of)}` },
+      record.repeat_of));
 }
 
 function retriedWith(record) {

@@ -86,6 +86,7 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         "proxy_error": None,
         "ending": "upstream_cut",
         "conversation": None,
+        "client": None,
         "repeat_of": None,
         "repeats": 0,
         "last_seen": None,

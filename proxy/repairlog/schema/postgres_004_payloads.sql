@@ -6,6 +6,7 @@
 -- Rows written before this migration keep their bodies whole (`packed` NULL).
 ALTER TABLE records
     ADD COLUMN conversation text,
+    ADD COLUMN client text,
     ADD COLUMN repeat_of text,
     ADD COLUMN repeats integer NOT NULL DEFAULT 0,
     ADD COLUMN last_seen timestamptz,
@@ -34,6 +35,7 @@ CREATE TABLE turns (
     proxy_error text,
     ending text,
     conversation text NOT NULL,
+    client text,
     repeat_of text NOT NULL,
     repeats integer NOT NULL DEFAULT 0,
     last_seen timestamptz,

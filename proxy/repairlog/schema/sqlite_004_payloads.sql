@@ -5,6 +5,7 @@
 -- retention deletes the payloads last used over an hour before the oldest record kept.
 -- Rows written before this migration keep their bodies whole (`packed` NULL).
 ALTER TABLE records ADD COLUMN conversation TEXT;
+ALTER TABLE records ADD COLUMN client TEXT;
 ALTER TABLE records ADD COLUMN repeat_of TEXT;
 ALTER TABLE records ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE records ADD COLUMN last_seen TEXT;
@@ -33,6 +34,7 @@ CREATE TABLE turns (
     proxy_error TEXT,
     ending TEXT,
     conversation TEXT NOT NULL,
+    client TEXT,
     repeat_of TEXT NOT NULL,
     repeats INTEGER NOT NULL DEFAULT 0,
     last_seen TEXT,
