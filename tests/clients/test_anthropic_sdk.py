@@ -197,3 +197,20 @@ def test_system_message_is_repaired_where_refused(
     ]
     ask(client, model, messages)
     mguard.assert_repaired(model)
+
+
+@parametrize_models
+def test_count_tokens_reaches_the_providers_emulator(
+    client: Any, mguard: MessagesGuard, model: str
+) -> None:
+    """``client.messages.count_tokens`` (``POST /v1/messages/count_tokens``) is routed by its
+    model like ``/v1/messages`` and forwarded as sent."""
+    messages = [{"role": "user", "content": ASK}]
+    counted = client.messages.count_tokens(
+        model=model, system=SYSTEM, tools=[READ_FILE], messages=messages
+    )
+    assert counted.input_tokens > 0
+    [exchange] = mguard.tap.exchanges
+    assert exchange.path == "/v1/messages/count_tokens"
+    received = mguard.upstreams[MESSAGES_MODELS[model]].received
+    assert [r.body for r in received if r.path.endswith("/count_tokens")] == [exchange.body]
