@@ -37,6 +37,7 @@ GRACEFUL_SHUTDOWN_SECONDS = 5
 def app_factory() -> FastAPI:
     """Build the app from the environment (the import string each worker runs)."""
     settings = load_settings()
+    check_open_relay(settings)  # serve checked already; this guards a direct uvicorn --factory
     configure_logging(settings.server)
     app = create_app(settings)
     tune_gc()

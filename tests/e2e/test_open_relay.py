@@ -11,7 +11,7 @@ import pytest
 
 from proxy.errors import ConfigError
 from proxy.exposure import check_open_relay
-from proxy.server import EXIT_CONFIG
+from proxy.server import EXIT_CONFIG, app_factory
 from proxy.settings import load_settings
 from tests.e2e.conftest import Upstream
 from tests.e2e.test_serve import ROOT, Served, _config, env
@@ -91,3 +91,13 @@ def test_the_opt_in_is_refused_nowhere_else(tmp_path: Path, keyed_env: None) -> 
                 update={"server": settings.server.model_copy(update={"allow_open_relay": False})}
             )
         )
+
+
+def test_a_worker_built_from_the_environment_refuses_too(
+    keyed_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``uvicorn proxy.server:app_factory --factory`` skips ``serve``: the factory checks."""
+    monkeypatch.setenv("TOOLCALL_GUARD_CONFIG", str(_config(tmp_path, "http://127.0.0.1:9/v1")))
+    monkeypatch.setenv("TOOLCALL_GUARD_SERVER__HOST", "0.0.0.0")
+    with pytest.raises(ConfigError, match="open key relay"):
+        app_factory()
