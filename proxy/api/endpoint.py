@@ -42,6 +42,7 @@ from proxy.api.counters import Counters
 from proxy.api.guard import Guard
 from proxy.api.headers import ClientHeaders, own_headers
 from proxy.api.learned import LearnedStrips
+from proxy.api.noapi import explained
 from proxy.api.retry import Retry
 from proxy.api.scrub import scrubbed
 from proxy.api.state import RequestState
@@ -162,6 +163,8 @@ class ProxyEndpoint:
                 if again is not None:  # the refused response is closed: the retry's replaces it
                     response = await self._send(state, upstream, url, headers, again)
                     self.retry.sent(state, upstream, response.status)
+            if response.status == 404 and wire is not CHAT and state.scope["method"] == "POST":
+                response = await explained(response, upstream, url, wire)
             await self._answer(state, upstream, response, wire)
         except asyncio.CancelledError:
             if not watch.absorb():
