@@ -1,6 +1,7 @@
 """The request bodies the proxy benchmark sends: small, a valid 200-message tool history, a
 broken copy of it that makes toolcall-guard repair on the hot path, and the same history as a
-Responses API body (``input`` items), clean and broken."""
+Responses API body (``input`` items) and as an Anthropic Messages body (content blocks), clean
+and broken."""
 
 from __future__ import annotations
 
@@ -11,11 +12,17 @@ import orjson
 
 from bench.sanitize import clean_history
 from proxy.core.policy import apply_policy, build_policy
+from proxy.core.wire import MESSAGES as WIRE_MESSAGES
+from proxy.core.wire import sanitize_body
 
 Message = dict[str, Any]
 MODEL = "gpt-4o-mini"
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
+#: By path prefix to the bench proxy's anthropic upstream (its policy); the fake upstream and
+#: the floors answer any path ending in /messages.
+MESSAGES = "/anthropic/v1/messages"
+CLAUDE = "claude-sonnet-4-5"
 
 
 def small() -> list[Message]:
@@ -96,6 +103,56 @@ def responses_broken() -> list[Message]:
     return out
 
 
+def blocks(messages: list[Message]) -> tuple[str, list[Message]]:
+    """Chat messages as an Anthropic Messages history: the system prompt on its own, assistant
+    text and ``tool_use`` blocks, each run of tool results one user message of
+    ``tool_result`` blocks (anthropic-messages.md §1)."""
+    system, out = "", []
+    for m in messages:
+        if m["role"] == "system":
+            system = m["content"]
+        elif m["role"] == "tool":
+            _add_result(out, m)
+        elif m["role"] == "assistant":
+            out.append({"role": "assistant", "content": _assistant_blocks(m)})
+        else:
+            out.append({"role": "user", "content": [{"type": "text", "text": m["content"]}]})
+    return system, out
+
+
+def _add_result(out: list[Message], tool: Message) -> None:
+    result = {"type": "tool_result", "tool_use_id": tool["tool_call_id"]}
+    result["content"] = tool["content"]
+    last = out[-1] if out else None
+    if last is not None and last["role"] == "user" and last["content"][0]["type"] == "tool_result":
+        last["content"].append(result)
+    else:
+        out.append({"role": "user", "content": [result]})
+
+
+def _assistant_blocks(message: Message) -> list[Message]:
+    content = [{"type": "text", "text": message["content"]}] if message.get("content") else []
+    for call in message.get("tool_calls", ()):
+        fn = call["function"]
+        use = {"type": "tool_use", "id": call["id"], "name": fn["name"]}
+        content.append({**use, "input": orjson.loads(fn["arguments"])})
+    return content
+
+
+def messages_broken() -> tuple[str, list[Message]]:
+    """The Messages history with the breaks its clients produce most (anthropic-messages.md §4):
+    empty text blocks, and tool_result blocks dropped after an interrupt (a tool_use left
+    without its result)."""
+    system, out = blocks(history())
+    users = [m for m in out if m["role"] == "user" and m["content"][0]["type"] == "text"]
+    for message in users[::6]:
+        message["content"].insert(0, {"type": "text", "text": ""})
+    results = [m for m in out if m["content"] and m["content"][0]["type"] == "tool_result"]
+    for message in results[2::10]:
+        del message["content"][-1]
+    return system, out
+
+
 #: kind -> (path, messages or items, the outcome toolcall-guard should report)
 KINDS: dict[str, tuple[str, Any, str]] = {
     "small": (CHAT, small, "clean"),
@@ -103,6 +160,8 @@ KINDS: dict[str, tuple[str, Any, str]] = {
     "broken": (CHAT, broken, "repaired"),
     "responses": (RESPONSES, lambda: items(history()), "clean"),
     "responses-broken": (RESPONSES, responses_broken, "repaired"),
+    "messages": (MESSAGES, lambda: blocks(history()), "clean"),
+    "messages-broken": (MESSAGES, messages_broken, "repaired"),
 }
 
 
@@ -120,11 +179,19 @@ def body(kind: str, *, stream: bool) -> bytes:
     history_ = make()
     if where == RESPONSES:
         data: dict[str, Any] = {"model": MODEL, "input": history_, "store": False}
+    elif where == MESSAGES:
+        system, messages = history_
+        data = {"model": CLAUDE, "max_tokens": 1024, "system": system, "messages": messages}
+        _expect(kind, sanitize_body(WIRE_MESSAGES, data, build_policy("anthropic")).status, outcome)
     else:
-        status = apply_policy(history_, build_policy("openai")).status
-        if status != outcome:
-            raise AssertionError(f"the {kind} body is {status}, expected {outcome}")
+        _expect(kind, apply_policy(history_, build_policy("openai")).status, outcome)
         data = {"model": MODEL, "messages": history_}
     if stream:
         data["stream"] = True
     return orjson.dumps(data)
+
+
+def _expect(kind: str, status: str, outcome: str) -> None:
+    """The sanitizer must see the body as the bench intends."""
+    if status != outcome:
+        raise AssertionError(f"the {kind} body is {status}, expected {outcome}")

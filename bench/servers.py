@@ -143,11 +143,16 @@ def _serve_guard(port: int, upstream: str, repair_log: str, requests_log: str) -
     from proxy import server
     from proxy.app import create_app
     from proxy.logs import configure_logging
-    from proxy.settings import load_settings
+    from proxy.settings import UpstreamSettings, load_settings
 
+    upstreams = {"openai": {"base_url": upstream + "/v1", "models": ["*"], "policy": "openai"}}
+    if "anthropic_base_url" in UpstreamSettings.model_fields:  # a baseline may predate it
+        base = upstream + "/v1"
+        anthropic = {"base_url": base, "anthropic_base_url": upstream + "/anthropic/v1"}
+        upstreams = {"anthropic": {**anthropic, "policy": "anthropic"}, **upstreams}
     settings = load_settings(
         server={"host": "127.0.0.1", "port": port, "log_format": "json"},
-        upstreams={"openai": {"base_url": upstream + "/v1", "models": ["*"], "policy": "openai"}},
+        upstreams=upstreams,
         routing={"default": "openai"},
         repair_log={"url": repair_log},
     )

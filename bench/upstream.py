@@ -1,5 +1,6 @@
 """A fast fake upstream: a fixed chat completion (or, on ``…/responses``, a fixed Responses API
-response), as JSON or as an SSE stream, never validating.
+response; on ``…/messages``, a fixed Anthropic message), as JSON or as an SSE stream, never
+validating.
 
 Raw ASGI so that the upstream costs as little as possible and the differences between targets
 stay visible. The body is read and ignored except for one byte search for ``"stream": true``.
@@ -42,16 +43,29 @@ RESPONSE_DONE = b"event: response.completed\ndata: " + (
 )
 
 
+MESSAGE = (
+    b'{"id":"msg_bench","type":"message","role":"assistant","model":"bench","content":'
+    b'[{"type":"text","text":"The answer is 42."}],"stop_reason":"end_turn",'
+    b'"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}'
+)
+MESSAGE_DELTA = (
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":"token "}}\n\n'
+)
+MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+
 def _json_headers(body: bytes) -> list[tuple[bytes, bytes]]:
     return [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
 
 
-#: whether the path is a Responses one -> (JSON body, stream event, last stream event)
+#: the path's last segment -> (JSON body, stream event, last stream event); chat otherwise
 _ANSWERS = {
-    False: (COMPLETION, CHUNK, DONE),
-    True: (RESPONSE, RESPONSE_DELTA, RESPONSE_DONE),
+    "completions": (COMPLETION, CHUNK, DONE),
+    "responses": (RESPONSE, RESPONSE_DELTA, RESPONSE_DONE),
+    "messages": (MESSAGE, MESSAGE_DELTA, MESSAGE_STOP),
 }
-_HEADERS = {body: _json_headers(body) for body in (COMPLETION, RESPONSE)}
+_HEADERS = {body: _json_headers(body) for body in (COMPLETION, RESPONSE, MESSAGE)}
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 
 
@@ -89,13 +103,14 @@ async def _stream(send: Send, events: tuple[bytes, bytes], chunks: int, pace: fl
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
-    """The fake provider: ``…/responses`` gets the fixed Responses answer, every other HTTP
-    request the fixed chat completion."""
+    """The fake provider: ``…/responses`` gets the fixed Responses answer, ``…/messages`` the
+    fixed Anthropic message, every other HTTP request the fixed chat completion."""
     if scope["type"] == "lifespan":
         await _lifespan(receive, send)
         return
     body = await _drain(receive)
-    answer, chunk, last = _ANSWERS[scope["path"].endswith("/responses")]
+    last_segment = scope["path"].rpartition("/")[2]
+    answer, chunk, last = _ANSWERS.get(last_segment, _ANSWERS["completions"])
     if _wants_stream(body):
         await _stream(send, (chunk, last), *_stream_shape(scope["headers"]))
         return
