@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
+import subprocess
+import sys
+import time
 from typing import Any
 
+import httpx
 import pytest
 
 from proxy.__main__ import _parser
@@ -228,3 +233,37 @@ def test_anthropic_threads_hold_the_history_between_turns() -> None:
     assert refused.status_code == 400
     assert refused.json()["error"]["details"] == {"error_code": "thread_not_found"}
     assert send(create_emulator_app("anthropic"), "POST", path, json=follow).status_code == 400
+
+
+def test_cli_emulate_prints_the_anthropic_base_url_and_serves_messages() -> None:
+    """``toolcall-guard emulate --provider deepseek`` names the ``ANTHROPIC_BASE_URL`` to use."""
+    with socket.socket() as probe:  # a free port (released just before the child binds it)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "proxy", "emulate", "--provider", "deepseek"]
+    with subprocess.Popen(
+        [*command, "--port", str(port)], stdout=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline() == f"emulating deepseek at http://127.0.0.1:{port}/v1\n"
+            root = f"http://127.0.0.1:{port}/anthropic"
+            assert child.stdout.readline() == (
+                f"Messages API at {root}/v1/messages (ANTHROPIC_BASE_URL={root})\n"
+            )
+            payload = request(user("hello"), provider="deepseek")
+            answer = _post_when_up(root + "/v1/messages", payload, deadline=20)
+            assert answer["content"][-1]["text"] == "Emulated deepseek answer to: hello"
+        finally:
+            child.terminate()
+            child.wait(10)
+
+
+def _post_when_up(url: str, payload: Any, deadline: float) -> Any:
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            return httpx.post(url, json=payload, timeout=2).json()
+        except httpx.TransportError:
+            assert time.monotonic() < end, "the emulator did not start"
+            time.sleep(0.05)
