@@ -1,5 +1,7 @@
 // The JSON API (/repairs…) and the admin token. The token lives in this tab's sessionStorage
-// only; on 401/403 the page asks for it once and every waiting request retries with it.
+// only; on 401 the page asks for it once and every waiting request retries with it. A 403 is
+// no question of the token: with `admin_token_required` the proxy has none configured (it
+// listens beyond loopback), so the page says what to change instead of asking for one.
 
 import { h } from "./dom.js";
 
@@ -35,7 +37,11 @@ export async function getJSON(path, params) {
     const res = await fetch(url, { headers, cache: "no-store" });
     if (res.ok) return res.json();
     const error = await errorOf(res);
-    if (res.status !== 401 && res.status !== 403) throw error;
+    if (res.status === 403 && error.code === "admin_token_required") {
+      await noTokenCanWork(error);
+      throw error;
+    }
+    if (res.status !== 401) throw error;
     // Another request may have obtained a new token while this one was in flight.
     if (getToken() === token) await askToken(error, token !== null);
   }
@@ -61,6 +67,33 @@ function askToken(error, hadToken) {
     pending = tokenDialog(error, hadToken).finally(() => { pending = null; });
   }
   return pending;
+}
+
+let closedShown = null;
+
+// Said once per page: no token typed here can open a log the proxy keeps closed.
+function noTokenCanWork(error) {
+  if (!closedShown) {
+    closedShown = new Promise((resolve) => {
+      const ok = h("button", { type: "submit", className: "btn btn-primary" }, "Close");
+      const form = h("form", { className: "token-form" },
+        h("h2", {}, "The repair log is closed to the network"),
+        h("p", {}, "The proxy listens beyond loopback and has no admin token configured, so no ",
+          "token typed here can open it."),
+        h("p", {}, "Set ", h("code", {}, "TOOLCALL_GUARD_ADMIN_TOKEN"), " (the variable ",
+          h("code", {}, "server.admin_token_env"), " names) where the proxy runs and restart ",
+          "it, then reload this page and give that token."),
+        h("p", { className: "muted" }, `The server answered ${error.status}: ${error.message}`),
+        h("div", { className: "actions" }, ok));
+      const dialog = h("dialog", { className: "token-dialog closed-dialog" }, form);
+      form.addEventListener("submit", (event) => { event.preventDefault(); dialog.close(); });
+      dialog.addEventListener("close", () => { dialog.remove(); resolve(); });
+      document.body.append(dialog);
+      dialog.showModal();
+      ok.focus();
+    });
+  }
+  return closedShown;
 }
 
 function tokenDialog(error, hadToken) {

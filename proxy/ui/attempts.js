@@ -34,9 +34,20 @@ function attemptBlock(record, attempts, i) {
       after: attempt.forwarded,
       findings: i === 0 ? record.findings : [],
       prefix: i === 0 ? "" : `a${i + 1}-`,
+      unchanged: sentAsIs(attempt),
       note,
       key: record.history_key,
     }));
+}
+
+// What happened to an attempt that sent its history as it came: under a record that reads
+// "repaired", "Forwarded unchanged" would say the opposite of what the retry did next.
+function sentAsIs(attempt) {
+  const status = attempt.upstream_status;
+  if (typeof status === "number" && status >= 400) {
+    return `Sent as received, refused by the upstream (${status})`;
+  }
+  return "Sent as received";
 }
 
 // The rule whose repair made attempt i: the repair log puts it on the attempt it was applied

@@ -17,8 +17,9 @@ export function compare(record) {
     key: record.history_key });
 }
 
-// {title, heading, sides, before, after, findings, rejected, prefix, note, key}: `key` is the
-// record's history_key (from the wire API's row); `sides` names the
+// {title, heading, sides, before, after, findings, rejected, prefix, note, key, unchanged}:
+// `key` is the record's history_key (from the wire API's row); `unchanged` says what happened
+// to a history sent as received (default "Forwarded unchanged"); `sides` names the
 // two columns; `prefix` keeps row ids unique when a page shows several comparisons; `note` (a
 // finding-like tag) labels changed rows no finding explains (the rule a retry applied).
 export function comparison(opts) {
@@ -41,7 +42,8 @@ export function comparison(opts) {
   let ops = forwarded ? align(ctx.received, ctx.forwarded) : null;
   if (ops && ops.every((o) => o.kind === "same")) {
     // Nothing changed (a warned or upstream-rejected record): the items are the story.
-    section.append(h("p", { className: "col-head" }, `Forwarded unchanged · ${count(ctx.received)}`));
+    const unchanged = opts.unchanged || "Forwarded unchanged";
+    section.append(h("p", { className: "col-head" }, `${unchanged} · ${count(ctx.received)}`));
     ops = ops.map((o) => ({ ...o, kind: "sent" }));
   } else if (ops) {
     section.append(h("div", { className: "cols heads" },

@@ -159,7 +159,8 @@ class RecordList {
     const n = this.ids.size;
     this.more.hidden = !this.cursor;
     if (!n) this.say("No records match these filters.");
-    else this.say(this.cursor ? `Showing the newest ${n} records.` : `All ${n} records shown.`);
+    else if (this.cursor) this.say(`Showing the newest ${n} records.`);
+    else this.say(n === 1 ? "The only record shown." : `All ${n} records shown.`);
   }
 
   say(text) {

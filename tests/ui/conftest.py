@@ -120,12 +120,15 @@ def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
     return path
 
 
-def viewer_app(records: list[Record], *, admin_token_env: str | None = None) -> FastAPI:
-    """The repairs API and the viewer over a memory log holding ``records``.
+def viewer_app(
+    records: list[Record], *, admin_token_env: str | None = None, host: str = "127.0.0.1"
+) -> FastAPI:
+    """The repairs API and the viewer over a memory log holding ``records`` (``host``: the
+    bind the settings say, for the admin rule; the test server itself is on loopback).
 
     ``POST /test/records`` (this test app only) appends one more record, for live refresh.
     """
-    server = {"admin_token_env": admin_token_env or NO_TOKEN_ENV}
+    server = {"admin_token_env": admin_token_env or NO_TOKEN_ENV, "host": host}
     settings = load_settings(server=server, repair_log={"url": "memory://"})
 
     @asynccontextmanager

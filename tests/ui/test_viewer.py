@@ -16,7 +16,7 @@ from proxy.api.ui import CSP, UI_DIR
 from proxy.app import create_app
 from proxy.settings import load_settings
 from tests.servers import running
-from tests.ui.conftest import NO_TOKEN_ENV, TOKEN, XSS, Seeded, screenshot
+from tests.ui.conftest import NO_TOKEN_ENV, TOKEN, XSS, Seeded, screenshot, viewer_app
 
 
 def expect(target: Any) -> Any:
@@ -351,6 +351,30 @@ def test_cancelling_the_token_prompt_explains(new_page: Any, guarded: str) -> No
     page.get_by_role("button", name="Cancel").click()
     expect(page.locator(".status.error")).to_contain_text("401")
     expect(page.get_by_role("button", name="Retry")).to_be_visible()
+
+
+def test_no_token_can_open_a_log_closed_to_the_network(new_page: Any, seeded: Seeded) -> None:
+    # Beyond loopback with no admin token configured: a 403 no token typed here can change.
+    with running(viewer_app(seeded.recent, host="0.0.0.0")) as url:
+        page = new_page()
+        page.goto(f"{url}/ui")
+        dialog = page.locator("dialog.closed-dialog")
+        expect(dialog.locator("h2")).to_have_text("The repair log is closed to the network")
+        expect(dialog).to_contain_text("no token typed here can open it")
+        expect(dialog).to_contain_text("TOOLCALL_GUARD_ADMIN_TOKEN")
+        expect(page.locator("input[name=token]")).to_have_count(0)  # nothing to type
+        screenshot(page, "closed", full_page=False)
+        dialog.get_by_role("button", name="Close").click()
+        expect(page.locator("dialog")).to_have_count(0)
+        expect(page.locator(".status.error")).to_contain_text("403")
+
+
+def test_a_single_record_is_counted_in_the_singular(new_page: Any, seeded: Seeded) -> None:
+    with running(viewer_app(seeded.recent[:1])) as url:
+        page = new_page()
+        page.goto(f"{url}/ui")
+        expect(rows(page)).to_have_count(1)
+        expect(page.locator(".status")).to_have_text("The only record shown.")
 
 
 # --- layout -----------------------------------------------------------------------------------

@@ -242,7 +242,9 @@ def test_a_retried_request_shows_both_attempts(page: Any, viewer2: str, second: 
     expect(first.locator(".attempt-status")).to_have_text("upstream 400")
     expect(first.locator(".attempt-head")).not_to_contain_text("retry")
     expect(first.locator(".upstream-error-text")).to_contain_text("Missing `reasoning_content`")
-    expect(first.locator(".compare .col-head")).to_have_text("Forwarded unchanged · 3 messages")
+    expect(first.locator(".compare .col-head")).to_have_text(
+        "Sent as received, refused by the upstream (400) · 3 messages"
+    )
     expect(again.locator(".attempt-head")).to_contain_text("Attempt 2 of 2")
     expect(again.locator(".attempt-status")).to_have_text("upstream 200")
     expect(again.locator(".attempt-head .rule")).to_have_text("missing_reasoning_content")
