@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import httpx
 import orjson
@@ -15,6 +17,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from proxy.logs import UVICORN_INCOMPLETE, IncompleteOnPurpose
+from tests.e2e.test_serve import Served
 from tests.hardening.conftest import (
     ORPHAN,
     SSE_HEAD,
@@ -211,3 +214,30 @@ def test_uvicorns_line_goes_out_for_a_response_not_left_incomplete_on_purpose() 
     other = logging.LogRecord("uvicorn.error", logging.ERROR, "", 0, "something else", (), None)
     assert IncompleteOnPurpose().filter(line)
     assert IncompleteOnPurpose().filter(other)
+
+
+def test_under_serve_a_cut_json_answer_is_one_warning_line_with_its_request_id(
+    tmp_path: Path, raw_upstream: Callable[..., RawUpstream]
+) -> None:
+    """The production server (``serve``: uvloop, the guarded httptools protocol, the proxy's
+    log handler): the cut is said once, by the proxy; uvicorn's ERROR line does not appear."""
+    upstream = raw_upstream(dispatch)
+    config = tmp_path / "guard.toml"
+    config.write_text(
+        f'[server]\nlog_format = "json"\n[repair_log]\nurl = "memory://"\n'
+        f'[upstreams.openai]\nbase_url = "{upstream.url}"\nmodels = ["gpt-*"]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLCALL_GUARD_", "PROM"))}
+    served = Served(["--config", str(config)], env)
+    try:
+        served.wait_healthy()
+        headers = {"x-fault": "cut_json", "x-request-id": "cut-1"}
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.post(served.url + "/v1/chat/completions", content=chat(ORPHAN), headers=headers)
+    finally:
+        stderr = served.stop()
+    assert UVICORN_INCOMPLETE not in stderr
+    lines = [orjson.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    [line] = [line for line in lines if line.get("request_id") == "cut-1"]
+    assert (line["level"], line["end"], line["status"]) == ("warning", "upstream_cut", 200)
+    assert [x for x in lines if x["level"] in ("error", "critical")] == []
