@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.clients.conftest import MODELS, Guard, parametrize_models
+from tests.node import node_with
 
 NODE_DIR = Path(__file__).parent.parent / ".node" / "ai-sdk"
 SCRIPT = Path(__file__).parent / "node" / "ai_sdk.mjs"
@@ -30,22 +30,8 @@ REPLAYED = {"gemini-2.5-flash": "repaired", "gemini-3-pro-preview": "repaired"}
 
 
 def _node() -> str:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node and npm are required under CI=true (.ci/run installs them)")
-        pytest.skip("node/npm not installed: the AI SDK tests need them")
-    if not (NODE_DIR / "node_modules" / "@ai-sdk" / "openai-compatible").is_dir():
-        NODE_DIR.mkdir(parents=True, exist_ok=True)
-        (NODE_DIR / "package.json").write_text('{"private": true, "type": "module"}\n')
-        subprocess.run(
-            [npm, "install", "--silent", "--no-audit", "--no-fund", *PACKAGES],
-            cwd=NODE_DIR,
-            check=True,
-            timeout=300,
-            capture_output=True,
-        )
-    return node
+    installed = NODE_DIR / "node_modules" / "@ai-sdk" / "openai-compatible"
+    return node_with(NODE_DIR, PACKAGES, installed, what="the AI SDK tests")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.clients.messages_guard import MESSAGES_MODELS, MessagesGuard
+from tests.node import node_with
 
 NODE_DIR = Path(__file__).parent.parent / ".node" / "anthropic-sdk"
 SCRIPT = Path(__file__).parent / "node" / "anthropic_sdk.mjs"
@@ -28,22 +28,8 @@ MODELS = tuple(MESSAGES_MODELS)
 
 
 def _node() -> str:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node and npm are required under CI=true (.ci/run installs them)")
-        pytest.skip("node/npm not installed: the TypeScript SDK tests need them")
-    if not (NODE_DIR / "node_modules" / "@anthropic-ai" / "sdk").is_dir():
-        NODE_DIR.mkdir(parents=True, exist_ok=True)
-        (NODE_DIR / "package.json").write_text('{"private": true, "type": "module"}\n')
-        subprocess.run(
-            [npm, "install", "--silent", "--no-audit", "--no-fund", *PACKAGES],
-            cwd=NODE_DIR,
-            check=True,
-            timeout=300,
-            capture_output=True,
-        )
-    return node
+    installed = NODE_DIR / "node_modules" / "@anthropic-ai" / "sdk"
+    return node_with(NODE_DIR, PACKAGES, installed, what="the TypeScript SDK tests")
 
 
 @pytest.fixture(scope="module")

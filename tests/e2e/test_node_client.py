@@ -2,21 +2,20 @@
 round trip through the proxy to the strict DeepSeek emulator.
 
 The package is installed once into tests/.node/ (git-ignored) from the npm registry. Without
-Node the test is skipped with the reason, except under CI=true, where it must run.
+Node, or when npm cannot install it (no registry), the test is skipped with the reason, except
+under CI=true, where it must run.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.conftest import Proxy, Upstream
+from tests.node import node_with
 
 NODE_DIR = Path(__file__).parent.parent / ".node"
 SCRIPT = r"""
@@ -58,22 +57,8 @@ console.log(JSON.stringify({ chunks, toolCalls, text }));
 
 
 def _node() -> str:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node and npm are required under CI=true (.ci/run installs them)")
-        pytest.skip("node/npm not installed: the Node client test needs them")
-    if not (NODE_DIR / "node_modules" / "openai").is_dir():
-        NODE_DIR.mkdir(exist_ok=True)
-        (NODE_DIR / "package.json").write_text('{"private": true, "type": "module"}\n')
-        subprocess.run(
-            [npm, "install", "--silent", "--no-audit", "--no-fund", "openai@^4"],
-            cwd=NODE_DIR,
-            check=True,
-            timeout=300,
-            capture_output=True,
-        )
-    return node
+    installed = NODE_DIR / "node_modules" / "openai"
+    return node_with(NODE_DIR, ("openai@^4",), installed, what="the Node client test")
 
 
 def test_node_sdk_streams_a_tool_call_round_trip(
