@@ -29,6 +29,7 @@ from proxy.core.history import MalformedHistory
 from proxy.core.learnable import learnable
 from proxy.core.policy import Policy, Setting, build_policy
 from proxy.core.registry import ALL_RULES
+from proxy.core.retry_dialect import with_dialect
 from proxy.core.rule import Finding, Hit, Rule
 from proxy.core.signatures import PROTECTED, Match, Signature, match
 from proxy.core.wire import WIRES, Wire
@@ -149,6 +150,7 @@ def _plan_rule(wire: Wire, body: dict[str, Any], found: Match, policy: Policy) -
         Finding(rule.name, action, history.path(h.index, h.where), h.detail, rule.hint)
         for h in chosen
     )
+    new, findings = with_dialect(wire, new, found, policy, findings)
     return RetryPlan(new, rule.name, findings, found)
 
 

@@ -429,6 +429,15 @@ TEXTS: list[Text] = [
     ),
     Text("XA4", 400, "The model expects a single `text` element per message."),
     Text(
+        "XA5", 400, "Invalid request content: Each message must have at least one content element."
+    ),
+    Text(
+        "KI5",
+        400,
+        "Invalid request: the message at position 0 with role 'system' must not be empty",
+        0,
+    ),
+    Text(
         "KI1",
         400,
         "an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: Shell:58",

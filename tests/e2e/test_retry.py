@@ -124,7 +124,7 @@ CASES: list[Case] = [
      "arguments_invalid_json", 400, json_arguments, None),
     ("XA1-xai-tool-name", "xai", "grok-4",
      {"messages": [user(), asks(call(), content=""), answer(name="read_file"), user("Go on")]},
-     "tool_message_name", 400, lambda b: "name" not in b["messages"][2], None),
+     "unknown_message_field", 400, lambda b: "name" not in b["messages"][2], None),
     ("VL2-vllm-arguments-json", "vllm", "Qwen/Qwen3-8B",
      {"messages": [user(), asks(call(args='{"path":')), answer(), user("Go on")]},
      "arguments_invalid_json", 400, json_arguments, None),
@@ -202,12 +202,15 @@ def test_a_developer_role_refusal_is_retried_as_system(
 def test_a_refusal_no_signature_knows_is_relayed_unchanged_and_counted(
     guarded: Guarded, emulated: dict[str, Upstream]
 ) -> None:
-    """xAI's X4 (``content: []``) is in no catalogue row: no retry, the answer as it came."""
-    guard = guarded("xai")
-    body = {"model": "grok-4", "messages": [user(), {"role": "assistant", "content": []}, user()]}
-    expected = validate("xai", body)
+    """Mistral's function-name rule (M7, no public report) is in no catalogue row: no retry,
+    the answer as it came."""
+    guard = guarded("mistral")
+    named = call("abcdefghi", name="read.file")
+    messages = [user(), asks(named), answer("abcdefghi")]
+    body = {"model": "mistral-large-latest", "messages": messages}
+    expected = validate("mistral", body)
     assert expected is not None
-    labels = {"upstream": "xai", "api": "chat", "kind": "unknown"}
+    labels = {"upstream": "mistral", "api": "chat", "kind": "unknown"}
     unknown = metric(guard, "toolcall_guard_upstream_rejected_total", **labels)
 
     response = send(guard, body)
@@ -215,7 +218,7 @@ def test_a_refusal_no_signature_knows_is_relayed_unchanged_and_counted(
     assert response.status_code == 400
     assert response.content == expected.body
     assert RETRIED not in response.headers
-    assert len(posts(emulated["xai"])) == 1
+    assert len(posts(emulated["mistral"])) == 1
     assert metric(guard, "toolcall_guard_upstream_rejected_total", **labels) == unknown + 1
     record = stored(guard, response.headers[RECORD])
     assert record["outcome"] == "upstream_rejected"
@@ -225,33 +228,34 @@ def test_a_refusal_no_signature_knows_is_relayed_unchanged_and_counted(
 def test_a_second_refusal_is_relayed_never_retried_again(
     guarded: Guarded, emulated: dict[str, Upstream]
 ) -> None:
-    """xAI names one fault at a time: the tool message's ``name`` (XA1), then, once that is
-    stripped, the invalid ``arguments`` of a later call (XA2). That second refusal is itself
-    catalogued and repairable: only the one-retry bound keeps it from a third request."""
+    """xAI names one fault at a time: the system message's ``name`` (XA1), then, once the xAI
+    dialect repaired what it can (the null content too), two text parts in one message (XA4:
+    catalogued, no rule repairs it). The second refusal is relayed: never a second retry."""
     guard = guarded("xai")
-    messages = [user(), asks(call(), content=""), answer(name="read_file")]
-    messages += [asks(call("call_2", args=""), content=""), answer("call_2"), user("Go on")]
+    two_texts = [{"type": "text", "text": "Go"}, {"type": "text", "text": "on"}]
+    messages = [{"role": "system", "content": "Be brief.", "name": "planner"}, user()]
+    messages += [asks(call(), content=None), answer(), {"role": "user", "content": two_texts}]
     failed = metric(
-        guard, "toolcall_guard_retries_failed_total", upstream="xai", rule="tool_message_name"
+        guard, "toolcall_guard_retries_failed_total", upstream="xai", rule="unknown_message_field"
     )
 
     response = send(guard, {"model": "grok-4", "messages": messages})
 
     assert response.status_code == 400
-    assert "are not a valid JSON string" in response.json()["error"]
-    assert response.headers[RETRIED] == "tool_message_name"
+    assert "single `text` element" in response.json()["error"]
+    assert response.headers[RETRIED] == "unknown_message_field"
     sent = posts(emulated["xai"])
     assert len(sent) == 2
-    assert "name" not in sent[1]["messages"][2]
-    assert sent[1]["messages"][3]["tool_calls"][0]["function"]["arguments"] == ""
+    assert "name" not in sent[1]["messages"][0]
+    assert sent[1]["messages"][2]["content"] == ""  # the dialect's repair: xAI's X4 too
     assert metric(
-        guard, "toolcall_guard_retries_failed_total", upstream="xai", rule="tool_message_name"
+        guard, "toolcall_guard_retries_failed_total", upstream="xai", rule="unknown_message_field"
     ) == (failed + 1)
     record = stored(guard, response.headers[RECORD])
     assert record["outcome"] == "upstream_rejected"
     statuses = [a["upstream_status"] for a in record["attempts"]]
     assert statuses == [400, 400]
-    assert record["attempts"][1]["upstream_error_kind"] == "arguments_invalid_json"
+    assert record["attempts"][1]["upstream_error_kind"] == "other"
     assert record["attempts"][1]["retried_rule"] is None
 
 

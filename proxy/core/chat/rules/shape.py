@@ -138,15 +138,15 @@ def _join_parts(history: History, hits: Sequence[Hit], params: Params) -> Histor
     hint="Send content as a string or an array of content parts, never as a bare object.",
 )
 def content_object(history: History, params: Params) -> list[Hit]:
-    """A system, user or assistant message whose content is a bare object, not a list of parts.
+    """A message whose content is a bare object, not a list of content parts.
 
     A client that stores one content part unwrapped. DashScope (§4 Qwen):
     ``Invalid type for 'messages.[0].content': expected one of a string or array of objects,
     but got an object instead.``; OpenAI's schema and the others' refuse it too. The ``wrap``
     repair makes a text part (``{"type": "text", "text": …}``) its text, and puts any other
     content part (an object with a string ``type``) in a list of one. An object that is no
-    content part cannot be read either way: the hit is fatal (nothing is dropped or guessed).
-    Tool messages are ``tool_content_shape``'s.
+    content part cannot be read either way: the hit is fatal (nothing is dropped or guessed),
+    except in a tool message, where ``tool_content_shape`` encodes it as JSON text.
     """
     if dict not in views.odd_types(history):
         return []
@@ -154,12 +154,13 @@ def content_object(history: History, params: Params) -> list[Hit]:
     hits = []
     for i in history.index.odd_content:
         content = messages[i].get("content")
-        if type(content) is dict and messages[i]["role"] != "tool":
-            if type(content.get("type")) is str:
-                hits.append(Hit(i, ".content", "content is an object, not an array of parts"))
-            else:
-                detail = "content is an object that is no content part"
-                hits.append(Hit(i, ".content", detail, fatal=True))
+        if type(content) is not dict:
+            continue
+        if type(content.get("type")) is str:
+            hits.append(Hit(i, ".content", "content is an object, not an array of parts"))
+        elif messages[i]["role"] != "tool":
+            detail = "content is an object that is no content part"
+            hits.append(Hit(i, ".content", detail, fatal=True))
     return hits
 
 
