@@ -204,7 +204,7 @@ class ProxyEndpoint:
         attempt = state.attempts[-1] if state.attempts else None
         # A refusal the retry already read (and did not retry) is not captured again.
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
-        if 400 <= status < 500 and (key := self._injected(upstream, wire)) is not None:
+        if status >= 400 and (key := self._injected(upstream, wire)) is not None:
             response = await scrubbed(response, key)  # it may quote the key the proxy gave it
         out = ClientHeaders(response.headers, self._own_headers(state), log)
         await start_response(state.scope, state.send, status, out.headers)

@@ -3,10 +3,10 @@
 Upstreams quote request headers in some errors (an echo of ``Authorization``, a key in an
 ``Invalid API key: sk-…`` sentence), in any letter case. :func:`redacted` replaces every key a
 request carried upstream, case-insensitively, in a text the proxy keeps (the record, the log).
-:func:`scrubbed` does it on the wire: a 4xx answer from an upstream the proxy gave its own key
-is read whole (at most :data:`SCRUB_BYTES`), decoded when gzip/deflate, and relayed with the key
-replaced and a new ``content-length``; a body in an encoding the proxy cannot read is withheld
-(a short JSON error says so), since it could hold the key unseen.
+:func:`scrubbed` does it on the wire: an error answer (4xx, 5xx) from an upstream the proxy
+gave its own key is read whole (at most :data:`SCRUB_BYTES`), decoded when gzip/deflate, and
+relayed with the key replaced and a new ``content-length``; a body in an encoding the proxy
+cannot read is withheld (a short JSON error says so), since it could hold the key unseen.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class Scrubbed:
 
 
 async def scrubbed(response: UpstreamResponse, injected: bytes) -> Scrubbed:
-    """``response`` (a 4xx) read whole, decoded, with the ``injected`` key replaced."""
+    """``response`` (an error) read whole, decoded, with the ``injected`` key replaced."""
     replayed, _ = await read_head(response, SCRUB_BYTES)
     data = _plain(replayed.head[: SCRUB_BYTES + 1], encoding_of(response.headers))
     text = redacted(data.decode("latin-1"), [secret_of(injected)]).encode("latin-1")

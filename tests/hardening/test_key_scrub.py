@@ -20,8 +20,10 @@ INJECTED = "sk-Injected-Key-0a1B2c3D4e"
 VARIANTS = (INJECTED, INJECTED.upper(), INJECTED.lower())
 
 
-def quoting(encoding: bytes | None) -> Callable[[Conn], object]:
-    """An upstream that answers 401 quoting the key it got, in three letter cases."""
+def quoting(
+    encoding: bytes | None, status: bytes = b"401 Unauthorized"
+) -> Callable[[Conn], object]:
+    """An upstream that answers ``status`` quoting the key it got, in three letter cases."""
 
     async def behave(conn: Conn) -> None:
         request = await conn.request()
@@ -33,7 +35,7 @@ def quoting(encoding: bytes | None) -> Callable[[Conn], object]:
             body, headers = gzip.compress(body), (b"content-encoding: gzip",)
         elif encoding is not None:
             body, headers = b"\x1b\x00" + body, (b"content-encoding: " + encoding,)
-        await conn.send(response(b"401 Unauthorized", body, headers))
+        await conn.send(response(status, body, headers))
 
     return behave
 
@@ -86,3 +88,21 @@ def test_an_error_body_the_proxy_cannot_read_is_withheld(
     assert answer.status_code == 401
     assert "content-encoding" not in answer.headers
     assert answer.json()["error"]["code"] == "upstream_error_withheld"
+
+
+def test_a_server_error_quoting_the_key_is_scrubbed_too(
+    start_guard: Callable[..., Guard],
+    raw_upstream: Callable[..., RawUpstream],
+    http: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    upstream = raw_upstream(quoting(None, b"500 Internal Server Error"))
+    monkeypatch.setenv("TCG_TEST_SCRUB_KEY", INJECTED)
+    guard = start_guard(
+        {"keyed": upstream.url},
+        upstream_overrides={"api_key_env": "TCG_TEST_SCRUB_KEY"},
+        routing={"default": "keyed"},
+    )
+    answer = http.post(guard.url + "/v1/chat/completions", content=chat(CLEAN))
+    assert answer.status_code == 500
+    assert INJECTED.lower() not in answer.text.lower()
