@@ -17,14 +17,24 @@ Test knobs, as request headers on ``POST …/chat/completions``:
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
+from proxy.emulator.asgi import (
+    Receive,
+    Scope,
+    Send,
+    digest,
+    float_header,
+    headers,
+    int_header,
+    lifespan,
+    read_body,
+    reject,
+    respond,
+    stream,
+)
 from proxy.emulator.common import Rejection
 from proxy.emulator.completion import CREATED, completion_json, plan, stream_frames
 from proxy.emulator.messages import (
@@ -44,11 +54,6 @@ from proxy.emulator.validators import (
     not_json,
     validate,
 )
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 PREFIXES = {
     "openai": ("/v1",),
@@ -83,8 +88,6 @@ MODELS = {
 _OWNERS = {"openai": "system", "gemini": "google", "groq": "Meta", "qwen": "system"}
 _OWNERS |= {"kimi": "moonshot", "xai": "xai", "vllm": "vllm", "ollama": "library"}
 _OWNERS |= {"glm": "z-ai", "minimax": "minimax"}
-_JSON = b"application/json"
-_RETRY_STATUSES = (429, 503)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,15 +147,15 @@ class EmulatorApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
         request = ReceivedRequest(
             method=scope["method"],
             path=scope["path"],
-            headers=_headers(scope["headers"]),
-            body=await _read_body(receive),
+            headers=headers(scope["headers"]),
+            body=await read_body(receive),
         )
         if self.received is not None:
             self.received.append(request)
@@ -165,70 +168,70 @@ class EmulatorApp:
         elif request.method == "POST" and request.path in self._count_paths:
             await self._count_tokens(request, send)
         elif request.method == "GET" and request.path in self._model_paths:
-            await _respond(send, 200, self._models())
+            await respond(send, 200, self._models())
         else:
-            await _reject(send, not_found(self.provider, request.method, request.path))
+            await reject(send, not_found(self.provider, request.method, request.path))
 
     async def _chat(self, request: ReceivedRequest, send: Send) -> None:
-        status = _int_header(request.headers, "x-emulator-status")
+        status = int_header(request.headers, "x-emulator-status")
         if status is not None and 400 <= status <= 599:
-            await _reject(send, forced(self.provider, status))
+            await reject(send, forced(self.provider, status))
             return
         try:
             body = orjson.loads(request.body)
         except orjson.JSONDecodeError as error:
-            await _reject(send, not_json(self.provider, error.lineno, error.colno))
+            await reject(send, not_json(self.provider, error.lineno, error.colno))
             return
         rejection = missing_model(self.provider, body) or validate(
             self.provider, body, raw=request.body
         )
         if rejection is not None:
-            await _reject(send, rejection)
+            await reject(send, rejection)
             return
         answer = plan(self.provider, body, request.body)
         if body.get("stream") is not True:
-            await _respond(send, 200, completion_json(answer))
+            await respond(send, 200, completion_json(answer))
             return
-        chunks = _int_header(request.headers, "x-emulator-chunks") or self.chunks
-        pacing = _float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
-        await _stream(send, stream_frames(answer, chunks), pacing / 1000)
+        chunks = int_header(request.headers, "x-emulator-chunks") or self.chunks
+        pacing = float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
+        await stream(send, stream_frames(answer, chunks), pacing / 1000)
 
     async def _responses(self, request: ReceivedRequest, send: Send) -> None:
-        status = _int_header(request.headers, "x-emulator-status")
+        status = int_header(request.headers, "x-emulator-status")
         if status is not None and 400 <= status <= 599:
-            await _reject(send, forced(self.provider, status))
+            await reject(send, forced(self.provider, status))
             return
-        chunks = _int_header(request.headers, "x-emulator-chunks") or self.chunks
+        chunks = int_header(request.headers, "x-emulator-chunks") or self.chunks
         reply = responses_reply(request.body, chunks)
         if isinstance(reply, Rejection):
-            await _reject(send, reply)
+            await reject(send, reply)
         elif isinstance(reply, bytes):
-            await _respond(send, 200, reply)
+            await respond(send, 200, reply)
         else:
-            pacing = _float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
-            await _stream(send, reply, pacing / 1000)
+            pacing = float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
+            await stream(send, reply, pacing / 1000)
 
     async def _messages(self, request: ReceivedRequest, send: Send) -> None:
-        status = _int_header(request.headers, "x-emulator-status")
+        status = int_header(request.headers, "x-emulator-status")
         if status is not None and 400 <= status <= 599:
-            await _reject(send, messages_forced(self.provider, status))
+            await reject(send, messages_forced(self.provider, status))
             return
-        chunks = _int_header(request.headers, "x-emulator-chunks") or self.chunks
+        chunks = int_header(request.headers, "x-emulator-chunks") or self.chunks
         reply = messages_reply(self.provider, request.body, chunks, self._threads)
         if isinstance(reply, Rejection):
-            await _reject(send, reply)
+            await reject(send, reply)
         elif isinstance(reply, bytes):
-            await _respond(send, 200, reply, extra=[_digest(request.body)])
+            await respond(send, 200, reply, extra=[digest(request.body)])
         else:
-            pacing = _float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
-            await _stream(send, reply, pacing / 1000, [_digest(request.body)])
+            pacing = float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
+            await stream(send, reply, pacing / 1000, [digest(request.body)])
 
     async def _count_tokens(self, request: ReceivedRequest, send: Send) -> None:
         reply = count_tokens_reply(self.provider, request.body)
         if isinstance(reply, Rejection):
-            await _reject(send, reply)
+            await reject(send, reply)
         else:
-            await _respond(send, 200, reply, extra=[_digest(request.body)])
+            await respond(send, 200, reply, extra=[digest(request.body)])
 
     def _models(self) -> bytes:
         if self.provider == "anthropic":
@@ -239,86 +242,3 @@ class EmulatorApp:
             for model in MODELS[self.provider]
         ]
         return orjson.dumps({"object": "list", "data": data})
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-async def _read_body(receive: Receive) -> bytes:
-    parts = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break  # http.disconnect
-        parts.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(parts)
-
-
-def _headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for key, value in raw:
-        name, text = key.decode("latin-1").lower(), value.decode("latin-1")
-        headers[name] = f"{headers[name]}, {text}" if name in headers else text
-    return headers
-
-
-def _int_header(headers: dict[str, str], name: str) -> int | None:
-    value = headers.get(name, "")
-    return int(value) if value.strip().isdigit() else None
-
-
-def _float_header(headers: dict[str, str], name: str, default: float) -> float:
-    try:
-        return float(headers[name])
-    except (KeyError, ValueError):
-        return default
-
-
-async def _reject(send: Send, rejection: Rejection) -> None:
-    gemini = rejection.body[:1] == b"["  # only Gemini answers an array
-    content_type = b"application/json; charset=UTF-8" if gemini else _JSON
-    extra = list(rejection.headers)
-    if rejection.status in _RETRY_STATUSES and not any(k == b"retry-after" for k, _ in extra):
-        extra.append((b"retry-after", b"1"))
-    await _respond(send, rejection.status, rejection.body, content_type, extra)
-
-
-async def _respond(
-    send: Send,
-    status: int,
-    body: bytes,
-    content_type: bytes = _JSON,
-    extra: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
-    await send(
-        {"type": "http.response.start", "status": status, "headers": headers + (extra or [])}
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-def _digest(body: bytes) -> tuple[bytes, bytes]:
-    """``x-emulator-body-sha256``: what the emulator received, for byte-for-byte checks."""
-    return b"x-emulator-body-sha256", hashlib.sha256(body).hexdigest().encode()
-
-
-async def _stream(
-    send: Send, frames: list[bytes], pause: float, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-    headers += extra or []
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    for k, frame in enumerate(frames):
-        if k and pause > 0:
-            await asyncio.sleep(pause)
-        await send({"type": "http.response.body", "body": frame, "more_body": True})
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
