@@ -80,6 +80,7 @@ class Guard:
         check_model(data.get("model"), self.server.max_model_length)
         state.parsed(data)
         upstream = upstream or self.router.pick(state.upstream_name(), state.log.model)
+        state.log.upstream = upstream  # a rejected request's record names it too
         self.router.base_url(upstream, unit.base_key, unit.name)  # 400 before any work
         policy = self.policy(upstream, state)
         outcome = sanitize(history, policy, unit.name)

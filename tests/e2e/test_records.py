@@ -67,6 +67,7 @@ def test_a_rejected_request_is_recorded_without_a_forwarded_body(
     response = chat(http, proxy, body)
     record = stored(proxy, response.headers["x-toolcall-guard-record"])
     assert record["outcome"] == "rejected"
+    assert record["upstream"] == "openai", "the upstream it was routed to (issue 22 item 5)"
     assert record["forwarded"] is None
     assert record["upstream_status"] is None
     assert record["findings"][0]["rule"] == "unknown_role"
