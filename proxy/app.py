@@ -22,7 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from proxy.api import fallback, learned, ops, repairs, ui
 from proxy.api.browser import BrowserGuard, answer_options, with_cors
 from proxy.api.endpoint import ProxyEndpoint
-from proxy.errors import InternalError, render
+from proxy.core.wire import wire_for_path
+from proxy.errors import InternalError, Shape, render
 from proxy.logs import quiet_incomplete_on_purpose
 from proxy.relay.aiohttp_engine import AiohttpRelay
 from proxy.relay.asgi import RESPONSE_STARTED, send_error
@@ -55,7 +56,7 @@ class Front:
             return
         refused = self.browser.refusal(scope)  # before the body, before any key
         if refused is not None:
-            await send_error(send, refused, [])
+            await send_error(send, refused, [], _shape(scope["path"]))
             return
         cors = self.browser.allowed_origin(scope) if self.browser.origins else None
         if scope["method"] == "OPTIONS":  # answered here: a preflight never goes upstream
@@ -73,7 +74,13 @@ class Front:
             LOGGER.exception("unexpected error on %s %s", scope["method"], scope["path"])
             if not scope.get(RESPONSE_STARTED):
                 error = InternalError("The proxy failed unexpectedly; see its log.")
-                await send_error(send, error, [])
+                await send_error(send, error, [], _shape(scope["path"]))
+
+
+def _shape(path: str) -> Shape:
+    """The error shape the clients of the wire API at ``path`` parse (OpenAI's elsewhere)."""
+    wire = wire_for_path(path)
+    return "openai" if wire is None else wire.error_shape
 
 
 class ToolcallGuard(FastAPI):

@@ -198,7 +198,9 @@ def wire_for_path(path: str) -> Wire | None:
     """The row serving a request path (``/v1/messages``, ``/deepseek/v1/chat/completions``,
     ``/v1/messages/count_tokens`` for a row with :attr:`Wire.subpaths`), or None."""
     found = _PATH.match(path)
-    rest = found.group(1) if found else path
+    if found is None:
+        return None
+    rest = found.group(1)
     for wire in WIRES.values():
         if rest == wire.path or (wire.subpaths and rest.startswith(wire.path + "/")):
             return wire

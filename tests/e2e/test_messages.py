@@ -287,3 +287,14 @@ def test_a_client_key_may_come_as_x_api_key_and_is_never_forwarded(
     assert refused.status_code == 401
     assert refused.json()["error"]["type"] == "authentication_error"
     assert "x-api-key" in refused.json()["error"]["message"]
+
+
+def test_refusals_before_the_endpoint_come_in_anthropics_shape_too(
+    messages_proxy: Start, messages_upstreams: Upstreams
+) -> None:
+    proxy = messages_proxy()
+    answer = post(proxy, body(), host="evil.example")  # a foreign Host: the browser guard
+    assert answer.status_code >= 400
+    assert answer.json()["type"] == "error"
+    assert set(answer.json()["error"]) >= {"type", "message"}
+    assert not messages_upstreams.received["anthropic"]
