@@ -20,6 +20,8 @@ import orjson
 import pytest
 
 from proxy.app import create_app
+from proxy.core.registry import ALL_RULES
+from proxy.core.signatures import SIGNATURES
 from proxy.emulator import ReceivedRequest, create_emulator_app
 from proxy.settings import load_settings
 from tests.e2e.conftest import Proxy
@@ -120,6 +122,7 @@ def messages_proxy(messages_upstreams: Upstreams, http: httpx.Client) -> Iterato
 
         def start(**overrides: Any) -> Proxy:
             scripted = overrides.pop("scripted", {})
+            anthropic = overrides.pop("anthropic", {})
             tables = {
                 "openai": {"base_url": messages_upstreams.scripted_url + "/openai/v1"},
                 "anthropic": {
@@ -127,6 +130,7 @@ def messages_proxy(messages_upstreams: Upstreams, http: httpx.Client) -> Iterato
                     "anthropic_base_url": messages_upstreams.anthropic + "/v1",
                     "models": ["claude-*"],
                     "policy": "anthropic",
+                    **anthropic,
                 },
                 "deepseek": {
                     "base_url": messages_upstreams.deepseek + "/v1",
@@ -298,3 +302,29 @@ def test_refusals_before_the_endpoint_come_in_anthropics_shape_too(
     assert answer.json()["type"] == "error"
     assert set(answer.json()["error"]) >= {"type", "message"}
     assert not messages_upstreams.received["anthropic"]
+
+
+# --- repair on reject ------------------------------------------------------------------------
+
+MISSING = "messages_missing_tool_result"
+
+
+def test_a_refusal_the_catalogue_knows_is_repaired_and_retried_once(
+    messages_proxy: Start, messages_upstreams: Upstreams
+) -> None:
+    if MISSING not in ALL_RULES or not any(s.rule == MISSING for s in SIGNATURES):
+        pytest.skip(f"{MISSING} and its refusal texts are not registered yet")
+    policies = {"lenient": {"base": "anthropic", "rules": {MISSING: "warn"}}}
+    proxy = messages_proxy(policies=policies, anthropic={"policy": "lenient"})
+    interrupted = {
+        **body(),
+        "messages": [*body()["messages"][:2], {"role": "user", "content": "Go on."}],
+    }
+    answer = post(proxy, interrupted)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-toolcall-guard-retried"] == MISSING
+    first, second = messages_upstreams.received["anthropic"]
+    assert orjson.loads(first.body) == interrupted  # warned: sent as it was, and refused
+    repaired = orjson.loads(second.body)["messages"]
+    assert repaired[2]["content"][0]["type"] == "tool_result"
+    assert repaired[2]["content"][0]["tool_use_id"] == "toolu_01A"
