@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import phases, report, sanitize, tables
+from bench import phases, report, sanitize, sessions, tables
 from bench.load import Loader, ensure_wrk
 from bench.servers import ROOT, Server, guard_available
 
@@ -183,6 +183,9 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
         phases.warm(bench, config.warmup, phases.BROKEN)
         out["rows"] += phases.scenarios(bench, config, _only(phases.BROKEN, args.only), log)
         out["after_broken"] = {t: (s.rss(), s.peak_rss()) for t, s in proxies.items()}
+        if "guard" in targets:
+            log(f"agent sessions ({sessions.SESSIONS} at once, {sessions.TURNS} turns each)")
+            out["sessions"] = sessions.run(targets["guard"], out["repair_log"], config.rounds)
         for t in [t for t in ("guard", "floor") if t in targets]:
             if t != "floor" or config.leak_floor:
                 out["leaks"][t] = phases.leak(bench, t, config, log)
@@ -270,6 +273,16 @@ def render(
         "concurrency 1, aiohttp client)",
         "",
         report.pacing_table(pacing, phases.streaming(out["targets"]), config.pacing_chunks),
+        "",
+        f"## Agent sessions ({sessions.SESSIONS} conversations at once, {sessions.TURNS} turns)",
+        "",
+        "Each turn is the previous history plus a user message, a tool call and its result; "
+        "broken conversations lost their first assistant message's `tool_calls` (seed 000), "
+        "so every turn is repaired and recorded (rounds alternate clean and broken; medians). "
+        "CPU includes recording (the repair-log writer thread); bytes are the SQLite log's "
+        "growth per broken conversation, checkpointed (bench/sessions.py):",
+        "",
+        sessions.table(out.get("sessions", {})),
         "",
         "## Memory",
         "",

@@ -284,20 +284,24 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
     two user messages in a row. Reordering would only move the problem (the bridge must come
     after pairing, which salvages results into user messages), so the engine re-checks
     instead: a repair can no longer hand a violation to the upstream, only to the next pass.
-    Later passes run only rules whose action is a repair: a ``warn`` or ``reject`` finding
-    was already reported by the first pass on what the client sent.
+    Later passes run only rules whose action is a repair (a ``warn`` or ``reject`` finding
+    was already reported by the first pass on what the client sent), and only those before the
+    last rule that changed the history: every rule after it already ran on the final history
+    and found nothing, and a rule's own repair leaves nothing for it to find (idempotence, a
+    property the golden tests check). A history repaired mid-pipeline re-checks its early,
+    cheap rules only, not the analyses of pairing and after (issue 23: a repaired request
+    costs little more than a clean one).
     """
     messages, request = history.messages, getattr(history, "request", None)
     findings: list[Finding] = []
     rules = policy.active[api]
     for _ in range(MAX_PASSES):
-        before = history
-        history, rejected = _pass(history, rules, findings)
+        history, rejected, last = _pass(history, rules, findings)
         if rejected:
             return Outcome(messages, tuple(findings), changed=False, rejected=True)
-        if history is before:
+        rules = tuple((r, s) for r, s in rules[:last] if s.action not in _NO_REPAIR)
+        if not rules:
             break
-        rules = tuple((r, s) for r, s in rules if s.action not in _NO_REPAIR)
     fields, removed = _changed_fields(request, getattr(history, "request", None))
     changed = history.messages is not messages or bool(fields) or bool(removed)
     return Outcome(history.messages, tuple(findings), changed, False, fields, removed)
@@ -305,12 +309,14 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
 
 def _pass(
     history: Items, rules: tuple[tuple[Rule, Setting], ...], findings: list[Finding]
-) -> tuple[Items, bool]:
-    """One run of ``rules`` over ``history``: the repaired history, and whether a hit is to
-    be rejected. Findings are appended to ``findings``."""
+) -> tuple[Items, bool, int]:
+    """One run of ``rules`` over ``history``: the repaired history, whether a hit is to be
+    rejected, and the position in ``rules`` of the last rule that changed the history (0 when
+    none did). Findings are appended to ``findings``."""
     rejected = False
+    last = 0
     tool_free = history.tool_free
-    for rule, setting in rules:
+    for position, (rule, setting) in enumerate(rules):
         if tool_free and rule.tools_only:
             continue
         hits = rule.detect(history, setting.params)
@@ -323,9 +329,11 @@ def _pass(
             findings.append(Finding(rule.name, done, where, h.detail, rule.hint))
             rejected = rejected or done == "reject"
         if action not in _NO_REPAIR:
-            history = rule.repairs[action](history, hits, setting.params)
-            tool_free = history.tool_free
-    return history, rejected
+            repaired = rule.repairs[action](history, hits, setting.params)
+            if repaired is not history:
+                history, last = repaired, position
+                tool_free = history.tool_free
+    return history, rejected, last
 
 
 def _changed_fields(before: Any, after: Any) -> tuple[dict[str, Any], frozenset[str]]:

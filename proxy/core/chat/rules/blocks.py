@@ -144,7 +144,12 @@ class Pairing:
 
 
 def analyse(history: History) -> Pairing:
-    """Bind every tool message of ``history`` to a call, in one pass over its tool traffic."""
+    """Bind every tool message of ``history`` to a call, in one pass over its tool traffic;
+    computed once per history, shared by the pairing rules (read-only)."""
+    return history.memo("pairing", _analyse)
+
+
+def _analyse(history: History) -> Pairing:
     messages = history.messages
     pairing = Pairing()
     owner: dict[int, int] = {}  # tool position -> position of the block it sits in
