@@ -11,13 +11,12 @@ it (:meth:`RequestState.record`). Nothing is copied field by field on the way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-import orjson
 from starlette.types import Receive, Scope, Send
 
+from proxy.api.attempt import Attempt, event_error_type, rule_list
 from proxy.api.scrub import redacted, secret_of
 from proxy.core.policy import Outcome, Policy
 from proxy.core.rule import Finding
@@ -32,27 +31,6 @@ from proxy.repairlog.record import Ending, Record, new_record_id
 _KEY_HEADERS = frozenset({b"api-key", b"x-api-key", b"x-goog-api-key"})
 #: Outcomes worth a record even when the upstream accepted the request.
 _RECORDED = frozenset({"repaired", "rejected", "warned"})
-
-
-@dataclass(slots=True)
-class Attempt:
-    """One request sent upstream for a client request (two when a refusal was repaired)."""
-
-    forwarded: Any  # the parsed body sent (the original's parse when sent as received)
-    status: int | None = None
-    error: str | None = None  # the upstream's error body, truncated and scrubbed of keys
-    error_kind: str | None = None  # the catalogued signature it matched
-    known: bool = False  # whether any catalogued signature matched the error
-    retried_rule: str | None = None  # the rule whose repair produced the next attempt
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "forwarded": self.forwarded,
-            "upstream_status": self.status,
-            "upstream_error": self.error,
-            "upstream_error_kind": self.error_kind,
-            "retried_rule": self.retried_rule,
-        }
 
 
 class RequestState:
@@ -219,7 +197,7 @@ class RequestState:
         """An ``event: error`` in the answer's stream after its status went out: kept on
         ``attempt`` (keys scrubbed; kind: the error's ``type``) and recorded."""
         attempt.error = self.scrub(text, key)
-        attempt.error_kind = _event_error_type(text)
+        attempt.error_kind = event_error_type(text)
         self.record_id = self.record_id or new_record_id()
 
     def upstream_name(self) -> str | None:
@@ -310,21 +288,3 @@ class RequestState:
             id=self.record_id or new_record_id(),
             size=self.body_size + sum(len(a.error or "") for a in self.attempts),
         )
-
-
-def _event_error_type(event: str) -> str:
-    """``overloaded_error`` from ``event: error`` / ``data: {"type": "error", "error": {"type":
-    "overloaded_error", …}}``; ``stream_error`` when the data says no type."""
-    _, _, data = event.partition("data:")
-    try:
-        found = orjson.loads(data.split("\n", 1)[0])
-    except orjson.JSONDecodeError:
-        return "stream_error"
-    error = found.get("error") if type(found) is dict else None
-    kind = error.get("type") if type(error) is dict else None
-    return kind if type(kind) is str and len(kind) <= 64 else "stream_error"
-
-
-def rule_list(counts: dict[str, int]) -> str:
-    """``orphan_tool_result=1,missing_tool_result=2``: the rules header and log field."""
-    return ",".join(f"{rule}={n}" for rule, n in counts.items())
