@@ -214,3 +214,56 @@ def test_count_tokens_reaches_the_providers_emulator(
     assert exchange.path == "/v1/messages/count_tokens"
     received = mguard.upstreams[MESSAGES_MODELS[model]].received
     assert [r.body for r in received if r.path.endswith("/count_tokens")] == [exchange.body]
+
+
+def _use(id_: str, name: str = "read_file") -> dict[str, Any]:
+    return {"type": "tool_use", "id": id_, "name": name, "input": {"path": "config.py"}}
+
+
+def _result(id_: str, content: str = "x = 1") -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": id_, "content": content}
+
+
+def _turns(*contents: Any) -> list[dict[str, Any]]:
+    """Alternating user/assistant messages, starting with the user."""
+    return [{"role": ("user", "assistant")[k % 2], "content": c} for k, c in enumerate(contents)]
+
+
+#: Broken forms of anthropic-messages.md §4, each sent by the SDK to the provider that refuses it.
+BROKEN: dict[str, tuple[str, list[dict[str, Any]], dict[str, Any]]] = {
+    # relays re-serializing transcripts lose signatures (CLIProxyAPI#2172; M18)
+    "unsigned-thinking": ("claude-sonnet-4-6", _turns(
+        "Read config.py.", [{"type": "thinking", "thinking": "Read it.", "signature": ""},
+                            _use("toolu_01A")], [_result("toolu_01A")]),
+        {"thinking": {"type": "enabled", "budget_tokens": 2048}}),
+    # opencode / Roo: an empty text block, a duplicated result (M11, M4)
+    "empty-text": ("claude-sonnet-4-6", _turns([{"type": "text", "text": ""},
+                                                {"type": "text", "text": "Hi."}]), {}),
+    "duplicate-result": ("claude-sonnet-4-6", _turns(
+        "Read config.py.", [_use("toolu_01A")], [_result("toolu_01A"), _result("toolu_01A")]), {}),
+    # Kimi's ids replayed to Claude (langchain_anthropic's id middleware; M7)
+    "kimi-ids-to-claude": ("claude-sonnet-4-6", _turns(
+        "Read config.py.", [_use("functions.read_file:0")], [_result("functions.read_file:0")]),
+        {}),
+    # LiteLLM reusing ids across rounds (trycua/cua#524; M5 on Anthropic)
+    "reused-ids": ("claude-sonnet-4-6", _turns(
+        "Read config.py.", [_use("toolu_01A")], [_result("toolu_01A")], [_use("toolu_01A")],
+        [_result("toolu_01A")]), {}),
+    # results of one turn split over two user messages (AstrBot#7871; M6 on DeepSeek)
+    "split-results": ("deepseek-chat", [
+        *_turns("Read both.", [_use("toolu_a"), _use("toolu_b")], [_result("toolu_a")]),
+        {"role": "user", "content": [_result("toolu_b")]}], {"thinking": {"type": "disabled"}}),
+    # Claude Code's ToolSearch result sent to Kimi (Kimi-K2#118; M23)
+    "tool-reference-to-kimi": ("kimi-k2-0905-preview", _turns(
+        "Find a tool.", [_use("toolu_01A", "ToolSearch")],
+        [{"type": "tool_result", "tool_use_id": "toolu_01A",
+          "content": [{"type": "tool_reference", "tool_name": "read_file"}]}]), {}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", BROKEN, ids=list(BROKEN))
+def test_known_broken_forms_are_repaired(client: Any, mguard: MessagesGuard, case: str) -> None:
+    _require_repairs()
+    model, messages, extra = BROKEN[case]
+    ask(client, model, messages, **extra)
+    mguard.assert_repaired(model)
