@@ -12,7 +12,10 @@ Test knobs, as request headers on ``POST …/chat/completions``:
 - ``x-emulator-status: 429`` (also on ``…/messages``) answers that status with the provider's
   error body before any validation (429 and 503 carry ``retry-after: 1``);
 - ``x-emulator-pacing-ms: 20`` and ``x-emulator-chunks: 5`` override the app's `pacing_ms` and
-  `chunks` for one streamed answer.
+  `chunks` for one streamed answer;
+- ``x-emulator-stream-error: overloaded_error`` (``…/messages`` with ``stream: true``) ends the
+  200 stream after ``message_start`` with Anthropic's ``event: error`` of that type, and
+  ``x-emulator-stream-extra: 1`` slips an event of an unknown type after ``message_start``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from proxy.emulator.messages import (
     count_tokens_reply,
     messages_reply,
 )
+from proxy.emulator.messages_answer import stream_knobs
 from proxy.emulator.messages_errors import forced as messages_forced
 from proxy.emulator.messages_threads import Threads
 from proxy.emulator.responses_answer import responses_reply
@@ -224,7 +228,8 @@ class EmulatorApp:
             await respond(send, 200, reply, extra=[digest(request.body)])
         else:
             pacing = float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
-            await stream(send, reply, pacing / 1000, [digest(request.body)])
+            frames = stream_knobs(reply, request.headers)
+            await stream(send, frames, pacing / 1000, [digest(request.body)])
 
     async def _count_tokens(self, request: ReceivedRequest, send: Send) -> None:
         reply = count_tokens_reply(self.provider, request.body)

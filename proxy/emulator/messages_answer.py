@@ -279,3 +279,21 @@ def _deltas(block: dict[str, Any], chunks: int | None) -> list[dict[str, Any]]:
         return [*pieces, {"type": "signature_delta", "signature": block["signature"]}]
     arguments = json.dumps(block["input"], ensure_ascii=False)
     return [{"type": "input_json_delta", "partial_json": p} for p in split(arguments, chunks or 2)]
+
+
+#: What Anthropic streams for an error after the 200 (platform.claude.com messages-streaming).
+STREAM_ERRORS = {"overloaded_error": "Overloaded", "api_error": "Internal server error"}
+#: An event type no client knows: relays and SDKs must pass it through (§6).
+UNKNOWN_EVENT = b'event: emulator_future_event\ndata: {"type": "emulator_future_event"}\n\n'
+
+
+def stream_knobs(frames: list[bytes], headers: dict[str, str]) -> list[bytes]:
+    """`frames` as the test knobs ``x-emulator-stream-error`` and ``x-emulator-stream-extra``
+    ask: cut after ``message_start`` by an ``event: error``, or with an unknown event slipped in."""
+    kind = headers.get("x-emulator-stream-error")
+    if kind:
+        error = {"type": kind, "message": STREAM_ERRORS.get(kind, "Emulated error.")}
+        return [frames[0], _event("error", {"type": "error", "error": error})]
+    if headers.get("x-emulator-stream-extra"):
+        return [frames[0], UNKNOWN_EVENT, *frames[1:]]
+    return frames

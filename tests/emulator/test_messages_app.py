@@ -267,3 +267,16 @@ def _post_when_up(url: str, payload: Any, deadline: float) -> Any:
         except httpx.TransportError:
             assert time.monotonic() < end, "the emulator did not start"
             time.sleep(0.05)
+
+
+def test_stream_knobs_cut_with_an_error_event_or_add_an_unknown_one() -> None:
+    payload = request(user(), stream=True)
+    cut = post("anthropic", payload, **{"x-emulator-stream-error": "overloaded_error"})
+    assert cut.status_code == 200
+    assert [kind for kind, _ in events_of(cut.text)] == ["message_start", "error"]
+    assert events_of(cut.text)[-1][1]["error"] == {
+        "type": "overloaded_error", "message": "Overloaded"}  # fmt: skip
+    extra = post("anthropic", payload, **{"x-emulator-stream-extra": "1"})
+    kinds = [kind for kind, _ in events_of(extra.text)]
+    assert kinds[:2] == ["message_start", "emulator_future_event"]
+    assert kinds[-1] == "message_stop"
