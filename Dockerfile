@@ -12,6 +12,9 @@ ARG BASE_IMAGE=python:3.11-slim
 # Build stage: the dependencies from the lock file and the project, into /opt/venv.
 FROM ${BASE_IMAGE} AS build
 
+# `make docker-test` prunes this project's superseded (untagged) images by this label.
+LABEL org.opencontainers.image.title="toolcall-guard"
+
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -32,6 +35,8 @@ RUN /opt/venv/bin/python -m pip install --no-deps . \
 
 # Runtime stage: the base, the environment, the config; no compiler, no installer, no sources.
 FROM ${BASE_IMAGE}
+
+LABEL org.opencontainers.image.title="toolcall-guard"
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

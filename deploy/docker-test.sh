@@ -50,9 +50,15 @@ docker info >/dev/null 2>&1 || fail "no Docker engine answers (start dockerd; .c
 BASE=$(deploy/base-image.sh)
 step "building $IMAGE on $BASE"
 BUILD_LOG=$(mktemp)
-docker build --build-arg "BASE_IMAGE=$BASE" --tag "$IMAGE" . >"$BUILD_LOG" 2>&1 \
-  || { cat "$BUILD_LOG" >&2; rm -f "$BUILD_LOG"; fail "the image does not build"; }
+# The build stage is tagged too: it is the cache of the dependency layer, so pruning the
+# images earlier builds left untagged (below) never drops it.
+for target in "--target build --tag toolcall-guard-build:cache" "--tag $IMAGE"; do
+  # shellcheck disable=SC2086 # two words each: the option and its value
+  docker build --build-arg "BASE_IMAGE=$BASE" $target . >"$BUILD_LOG" 2>&1 \
+    || { cat "$BUILD_LOG" >&2; rm -f "$BUILD_LOG"; fail "the image does not build"; }
+done
 rm -f "$BUILD_LOG"
+docker image prune --force --filter label=org.opencontainers.image.title=toolcall-guard >/dev/null
 
 # 2. Runtime dependencies only, not root.
 step "checking what the image holds"
