@@ -61,7 +61,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     command = [sys.executable, "-m", "proxy", "serve", "--emulate", "--port", str(port)]
     with subprocess.Popen(
         [*command, "--config", str(CONFIG)],
-        cwd=tmp_path_factory.mktemp("quickstart"),  # the SQLite log goes to ./data there
+        cwd=tmp_path_factory.mktemp("quickstart"),  # not the checkout: its config is passed
         env=_clean_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
