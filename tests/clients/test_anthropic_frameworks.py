@@ -166,3 +166,29 @@ def test_litellm_tool_loop(litellm: Any, mguard: MessagesGuard, model: str) -> N
     final = litellm.completion(messages=history, **kwargs).choices[0].message
     assert final.content == "The tool returned: x = 1"
     mguard.assert_outcomes(model, expected)
+
+
+def test_litellm_reused_call_ids_are_repaired_for_claude(
+    litellm: Any, mguard: MessagesGuard
+) -> None:
+    """An agent reusing one call id in every round (trycua/cua#524, through LiteLLM): Anthropic
+    wants ``tool_use`` ids unique in the whole request (M5)."""
+    model = "claude-sonnet-4-6"
+    expect(model, {model: ["repaired"]}, 1)
+
+    def round_(path: str) -> list[dict[str, Any]]:
+        arguments = f'{{"path": "{path}"}}'
+        call = {"id": "call_1", "type": "function",
+                "function": {"name": "read_file", "arguments": arguments}}  # fmt: skip
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": f"{path}: x = 1"},
+        ]
+
+    history = [{"role": "user", "content": "Read a.py and b.py."}, *round_("a.py"),
+               *round_("b.py")]  # fmt: skip
+    litellm.completion(
+        model=f"anthropic/{model}", messages=history, tools=[OPENAI_READ_FILE],
+        api_base=mguard.url, api_key=CLIENT_KEY, timeout=TIMEOUT, max_tokens=1024,
+    )  # fmt: skip
+    mguard.assert_repaired(model)
