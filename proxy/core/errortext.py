@@ -17,6 +17,9 @@ Providers and relays wrap the sentence that says what is wrong in different enve
 - DashScope: OpenAI's sentences behind ``<400> InternalError.Algo.InvalidParameter:``
   (provider-rules.md §4, Qwen rows).
 - Ollama and others: ``{"error": "..."}``, or plain text.
+- Messages relays: claude-code-hub's ``upstream_error`` (ding113/claude-code-hub#518) holds the
+  upstream's own body (read first); Vertex puts Anthropic's whole body, as a string, in
+  ``error.message`` (anthropic-messages.md §2, Antigravity-Manager#654).
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ def _walk_dict(value: dict[str, Any], param: str | None, depth: int) -> Iterator
     metadata = value.get("metadata")
     if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
         yield from _walk(metadata["raw"], param, depth + 1)  # the host's error comes first
-    for key in ("error", "detail", "message", "msg"):
+    for key in ("upstream_error", "error", "detail", "message", "msg"):
         if key in value:
             yield from _walk(value[key], param, depth + 1)
 

@@ -28,9 +28,10 @@ from typing import Any
 from proxy.core.history import MalformedHistory
 from proxy.core.learnable import learnable
 from proxy.core.policy import Policy, Setting, build_policy
+from proxy.core.providers import provider_of
 from proxy.core.registry import ALL_RULES
 from proxy.core.retry_dialect import with_dialect
-from proxy.core.rule import Finding, Hit, Rule
+from proxy.core.rule import Finding, Hit, Items, Rule
 from proxy.core.signatures import PROTECTED, Match, Signature, match
 from proxy.core.wire import WIRES, Wire
 
@@ -139,7 +140,7 @@ def _plan_rule(wire: Wire, body: dict[str, Any], found: Match, policy: Policy) -
     # every hit of the rule goes: upstreams name only the first offence (DeepSeek, Kimi), one
     # retry must fix them all, and repairs that move messages (salvage, split) would shift the
     # places of the rest (a second plan on the output would find them: not idempotent).
-    if action is None or not _confirmed(hits, found.index):
+    if action is None or not _confirmed(hits, _named(history, found.index, params)):
         return None
     chosen = hits
     repaired = rule.repairs[action](history, chosen, params)
@@ -154,9 +155,21 @@ def _plan_rule(wire: Wire, body: dict[str, Any], found: Match, policy: Policy) -
     return RetryPlan(new, rule.name, findings, found)
 
 
-def _confirmed(hits: list[Hit], index: int | None) -> bool:
+def _confirmed(hits: list[Hit], named: frozenset[int] | None) -> bool:
     """Whether the rule found something, at the named place when the text names one."""
-    return bool(hits) and (index is None or any(h.index == index for h in hits))
+    return bool(hits) and (named is None or any(h.index in named for h in hits))
+
+
+def _named(history: Items, index: int | None, params: Mapping[str, Any]) -> frozenset[int] | None:
+    """The positions the refusal's index names: the item itself, or on Messages every
+    message of the merged turn Anthropic counts as one (``Messages.named``)."""
+    if index is None:
+        return None
+    widen = getattr(history, "named", None)
+    if widen is None:
+        return frozenset({index})
+    merges = provider_of(params).messages_api.merges_same_role
+    return frozenset(widen(index, merges))
 
 
 def _action(rule: Rule, setting: Setting | None, signature: Signature) -> str | None:

@@ -4,7 +4,8 @@ One row per evidence row (``id``: the row of ``provider-rules.md`` O/D/G, of its
 (``MI`` Mistral, ``GR`` Groq, ``XA`` xAI, ``KI`` Kimi, ``QW`` Qwen/DashScope, ``AN`` Anthropic
 compat, ``VL`` vLLM and template servers, ``OL`` Ollama, ``OR`` OpenRouter hosts, ``MM``
 MiniMax-style, ``VE`` Volcengine, ``AZ`` Azure), of ``providers-second-tier.md`` B1, or of
-``responses-api.md`` A2 (``R``)). Data only; what a row is and how it is found are in
+``responses-api.md`` A2 (``R``), or of ``anthropic-messages.md`` §3 (``M``, in
+:mod:`proxy.core.messages.signatures`)). Data only; what a row is and how it is found are in
 :mod:`proxy.core.errortext`. :func:`match` is the entry point. Pure: no I/O.
 
 Patterns are matched case-insensitively against decoded sentences (envelopes opened first, so
@@ -17,6 +18,7 @@ narrow rows come before broad ones. ``rule=None``: known, counted, never retried
 from __future__ import annotations
 
 from proxy.core.errortext import PROTECTED, Match, Signature, find, sig
+from proxy.core.messages.signatures import MESSAGES
 
 __all__ = ["PROTECTED", "SIGNATURES", "Match", "Signature", "match"]
 
@@ -275,6 +277,7 @@ SIGNATURES: tuple[Signature, ...] = (
     *_GEMINI,
     *_SECOND_TIER,
     *_RESPONSES,
+    *MESSAGES,
 )
 
 

@@ -20,6 +20,12 @@ class Text:
     index: int | None = None
     field: str | None = None
     param: str | None = None
+    api: str | None = None  # the wire API whose rows the text is matched against (None: all)
+
+
+def _m(row: str, text: str, index: int | None = None, field: str | None = None) -> Text:
+    """A Messages text (anthropic-messages.md §3), status 400."""
+    return Text(row, 400, text, index, field, api="messages")
 
 
 TEXTS: list[Text] = [
@@ -662,6 +668,155 @@ TEXTS: list[Text] = [
         "tools.8.type",
     ),
     Text("R16", 400, "The `reasoning_text` in the thinking mode must be passed back to the API."),
+    # anthropic-messages.md §3 (Anthropic's texts unless the row names a provider)
+    _m(
+        "M1",
+        "messages.167: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_019P95AL5DFCUyhtgQDcWJ3x. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+        167,
+        "messages[167]",
+    ),
+    _m(
+        "M6",
+        "messages.1:`tool_use` ids were found without `tool_result` blocks immediately after: call_01_c4cD8581, call_02_5yhf9513. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+        1,
+        "messages[1]",
+    ),
+    _m("M1-MM", "invalid params, tool call result does not follow tool call (2013)"),
+    _m(
+        "M2",
+        "messages.0.content.1: unexpected `tool_use_id` found in `tool_result` blocks: toolu_01FfCGddPyWsq3gCLqXtsJki. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
+        0,
+        "messages[0].content[1]",
+    ),
+    _m("M2-MM", "invalid params, tool result's tool id(call_function_x1) not found (2013)"),
+    _m(
+        "M4",
+        "messages.6.content.2: each tool_use must have a single result. Found multiple `tool_result` blocks with id: toolu_01A",
+        6,
+        "messages[6].content[2]",
+    ),
+    _m("M5", "messages.3.content.1: `tool_use` ids must be unique", 3, "messages[3].content[1]"),
+    _m(
+        "M7",
+        "messages.92.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
+        92,
+        "messages[92].content[0]",
+    ),
+    _m("M8", "messages.2.content.0.tool_use.name: String should have at least 1 character"),
+    Text(
+        "M9",
+        500,
+        "[500]['ClaudeContentBlockToolResult' object has no attribute 'id'][abc123]",
+        api="messages",
+    ),
+    _m(
+        "M10",
+        "messages.4.content.1: unexpected `tool_use_id` found in `advisor_tool_result` blocks: srvtoolu_01X. Each `advisor_tool_result` block must have a corresponding `server_tool_use` block before it.",
+        4,
+        "messages[4].content[1]",
+    ),
+    _m("M11", "messages: text content blocks must be non-empty"),
+    _m("M12", "messages: text content blocks must contain non-whitespace text"),
+    _m(
+        "M13",
+        "messages.3: all messages must have non-empty content except for the optional final assistant message",
+        3,
+        "messages[3]",
+    ),
+    _m("M14", "messages: final assistant content cannot end with trailing whitespace"),
+    _m(
+        "M15",
+        "messages.2.content.1.text: cache_control cannot be set for empty text blocks",
+        2,
+        "messages[2].content[1]",
+    ),
+    _m("M16", "A maximum of 4 blocks with cache_control may be provided. Found 5."),
+    _m(
+        "M17",
+        "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking",
+    ),
+    _m(
+        "M18",
+        "messages.1.content.0.thinking.signature: Field required",
+        1,
+        "messages[1].content[0]",
+    ),
+    _m(
+        "M18-invalid",
+        "messages.1.content.0: Invalid `signature` in `thinking` block",
+        1,
+        "messages[1].content[0]",
+    ),
+    _m(
+        "M19",
+        "messages.3.content.0: When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request.",
+        3,
+        "messages[3].content[0]",
+    ),
+    _m(
+        "M20",
+        "messages.3: The final block in an assistant message cannot be `thinking`.",
+        3,
+        "messages[3]",
+    ),
+    _m("M21-DS", "The `content[].thinking` in the thinking mode must be passed back to the API."),
+    _m(
+        "M21-K",
+        "thinking is enabled but reasoning_content is missing in assistant tool call message at index 79",
+        79,
+    ),
+    _m(
+        "M22",
+        "Failed to deserialize the JSON body into the target type: messages[1].content[0]: unknown variant `redacted_thinking`, expected one of `text`, `thinking` at line 1 column 240",
+        1,
+        "messages[1].content[0]",
+    ),
+    _m(
+        "M23",
+        "failed to convert tool result content: unsupported content type in ContentBlockParamUnion: tool_reference",
+    ),
+    _m("M24", "role 'system' is not supported on this model"),
+    _m(
+        "M24-DS",
+        "Failed to deserialize the JSON body into the target type: messages[1].role: unknown variant `system`, expected `user` or `assistant` at line 1 column 1932",
+        1,
+        "messages[1]",
+    ),
+    Text(
+        "M24-G",
+        422,
+        '{"detail":[{"type":"literal_error","loc":["body","messages",1,"role"],"msg":"Input should be \'user\' or \'assistant\'","input":"system","ctx":{"expected":"\'user\' or \'assistant\'"}}]}',
+        1,
+        "messages[1]",
+        api="messages",
+    ),
+    _m("M24-MM", "invalid params, chat content has invalid message role: system (2013)"),
+    _m(
+        "M26",
+        'messages: Unexpected role "tool". Allowed roles are "user" or "assistant". For instructions on how to use tools, see https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview.',
+    ),
+    _m(
+        "M26-DS",
+        "Failed to deserialize the JSON body into the target type: messages[4].role: unknown variant `tool`, expected `user` or `assistant` at line 1 column 1760",
+    ),
+    _m(
+        "M28",
+        "This model does not support assistant message prefill. The conversation must end with a user message.",
+    ),
+    _m("M29", "tools: Tool names must be unique."),
+    _m("M30", "a max of 128 tools can be supported"),
+    _m(
+        "M31",
+        "Failed to deserialize the JSON body into the target type: tools[0]: unknown variant `custom`, expected `web_search_20250305` or `web_search_20260209`",
+    ),
+    _m("M32", "invalid thinking: only type=enabled is allowed for this model"),
+    _m(
+        "M33",
+        "messages.5.content.0: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.",
+    ),
+    _m("M35", "Thinking mode does not support this tool_choice"),
+    _m("M36", "invalid params, function name or parameters is empty (2013)"),
+    _m("M-G1214", '{"error":{"code":"1214","message":"messages 参数非法。请检查文档。"}}'),
 ]
 
 #: Texts the catalogue must NOT claim (statuses no retry or classification is about, or

@@ -51,7 +51,7 @@ def _id(t: Text) -> str:
 @pytest.mark.parametrize("t", TEXTS, ids=_id)
 def test_each_text_matches_its_row_in_every_envelope(t: Text) -> None:
     for shape, body in envelopes(t).items():
-        found = match(t.status, body)
+        found = match(t.status, body, t.api)
         assert found is not None, shape
         assert found.signature.covers(t.row), (shape, found.signature.id)
         assert found.signature.statuses.count(t.status) == 1
@@ -61,7 +61,7 @@ def test_each_text_matches_its_row_in_every_envelope(t: Text) -> None:
 def test_each_text_names_its_place(t: Text) -> None:
     """The place comes from the text, else from the envelope's ``param``."""
     for shape in ("openai", "openrouter"):
-        found = match(t.status, envelopes(t)[shape].encode())
+        found = match(t.status, envelopes(t)[shape].encode(), t.api)
         assert found is not None
         assert (found.index, found.field) == (t.index, t.field), shape
 

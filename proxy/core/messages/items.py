@@ -141,6 +141,20 @@ class Messages(CopyOnWrite):
         request = MappingProxyType({**self.request, **changes})
         return type(self)(self.messages, self.origins, request)
 
+    def named(self, index: int, merges: bool) -> frozenset[int]:
+        """The positions an upstream's ``messages.{index}`` names: Anthropic counts merged
+        messages (consecutive ones of one role are one, anthropic-messages.md §3), so its
+        index names every message of that run; others count messages."""
+        if not merges:
+            return frozenset({index})
+        runs: list[list[int]] = []
+        for i, role in enumerate(self.roles):
+            if runs and role != "system" and self.roles[runs[-1][0]] == role:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        return frozenset(runs[index]) if 0 <= index < len(runs) else frozenset()
+
     def blocks_at(self) -> Iterator[tuple[int, int, Block]]:
         """``(i, j, block)`` for every content block of every message."""
         for i, message in enumerate(self.messages):

@@ -113,18 +113,26 @@ def _keep_first(history: Messages, hits: Sequence[Hit], params: Params) -> Messa
 def _salvage_in_turns(
     history: Messages, merges: bool, salvage: dict[Place, list[Block]]
 ) -> Messages:
-    """Remove the results at ``salvage``'s places; their replacement text goes right after
-    the results of their turn."""
-    removed = set(salvage)
+    """Replace the results at ``salvage``'s places by their text, where they stood among the
+    turn's other blocks; the turn's remaining results come first."""
     contents = {}
     for t, turn in enumerate(turns(history, merges)):
-        mine = [p for p in salvage if p[0] in turn.members]
-        if not mine:
+        if not any(i in turn.members for i, _ in salvage):
             continue
-        results, others = turn_content(history, turn, removed)
-        texts = [b for p in sorted(mine) for b in salvage[p]]
-        contents[t] = [*results, *texts, *others]
-    return rebuild(history, merges, contents, {}, removed)
+        results: list[Block] = []
+        rest: list[Block] = []
+        for i in turn.members:
+            content = history.messages[i]["content"]
+            if type(content) is str:
+                rest.extend([{"type": "text", "text": content}] if content else [])
+                continue
+            for j, block in enumerate(content):
+                if (i, j) in salvage:
+                    rest.extend(salvage[(i, j)])
+                else:
+                    (results if block["type"] == "tool_result" else rest).append(block)
+        contents[t] = [*results, *rest]
+    return rebuild(history, merges, contents, {}, set(salvage))
 
 
 @rule(

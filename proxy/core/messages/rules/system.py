@@ -13,6 +13,7 @@ from proxy.core.rule import Hit, Params, rule
 @rule(
     "messages_system_message",
     api="messages",
+    params={"refused": False},
     hint="Put system text in the top-level 'system' field (or a <system-reminder> in the user "
     "message) for this model.",
 )
@@ -29,10 +30,12 @@ def messages_system_message(history: Messages, params: Params) -> list[Hit]:
     (M25, platform.claude.com mid-conversation-system-messages). The ``move`` repair appends
     its text to the previous user message as ``<system-reminder>…</system-reminder>`` (Claude
     Code's own fallback), or to the top-level ``system`` when no user message precedes it.
+    ``refused`` (set by repair on reject when the upstream refused the role) skips the model
+    check.
     """
     if "system" not in history.roles:
         return []
-    accepted = model_in(history, facts(params).system_role_models)
+    accepted = not params.get("refused") and model_in(history, facts(params).system_role_models)
     placement = facts(params).system_placement
     hits = []
     for i, role in enumerate(history.roles):

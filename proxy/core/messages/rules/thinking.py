@@ -31,6 +31,7 @@ def _unsigned(block: Block) -> bool:
 @rule(
     "messages_unsigned_thinking",
     api="messages",
+    params={"signed_too": False},
     hint="Send thinking blocks back exactly as received, with their signature (or leave them out).",
 )
 def messages_unsigned_thinking(history: Messages, params: Params) -> list[Hit]:
@@ -43,13 +44,15 @@ def messages_unsigned_thinking(history: Messages, params: Params) -> list[Hit]:
     DeepSeek takes ``signature: ""``). The ``drop`` repair drops the block (prior-turn
     thinking may be omitted); a fake signature is never written (CLIProxyAPI PR#570). In the
     open tool loop under ``enabled``, ``messages_thinking_first`` then disables thinking.
+    ``signed_too`` (set by repair on reject when the upstream called a signature invalid:
+    minted by another provider, model or account, M34) drops signed blocks too.
     """
-    if not facts(params).signed_thinking:
+    if not facts(params).signed_thinking and not params.get("signed_too"):
         return []
     return [
-        Hit(i, f".content[{j}]", "thinking block without a signature", j)
+        Hit(i, f".content[{j}]", "thinking block without a valid signature", j)
         for i, j, block in history.blocks_at()
-        if block["type"] == "thinking" and _unsigned(block)
+        if block["type"] == "thinking" and (params.get("signed_too") or _unsigned(block))
     ]
 
 
@@ -85,6 +88,7 @@ def _thinks(history: Messages, params: Params) -> bool:
     "messages_thinking_on_tool_turns",
     api="messages",
     tools_only=True,
+    params={"thinks": False},
     hint="In thinking mode, send every assistant tool_use message back with its thinking block.",
 )
 def messages_thinking_on_tool_turns(history: Messages, params: Params) -> list[Hit]:
@@ -96,8 +100,10 @@ def messages_thinking_on_tool_turns(history: Messages, params: Params) -> list[H
     in assistant tool call message at index {i}`` (anthropic-messages.md M21; aether#31,
     CSSwitch PR#72/#73, claudian#759, claude-code#37757). The ``add`` repair puts an empty
     thinking block first in the message (DeepSeek accepts empty thinking, Kimi inferred).
+    ``thinks`` (set by repair on reject when the upstream said it thinks) skips the model
+    check.
     """
-    if not _thinks(history, params):
+    if not (params.get("thinks") or _thinks(history, params)):
         return []
     hits = []
     for i, message in enumerate(history.messages):
