@@ -51,7 +51,7 @@ def test_golden(case: dict[str, Any]) -> None:
     fixed = outcome.forwarded(body, "messages")
     again = sanitize_messages(fixed, fixed["messages"], policy)
     assert again.findings == (), "sanitizing twice must find nothing the second time"
-    if case["policy"] in EMULATED:
+    if case["policy"] in EMULATED and "thread" not in body:  # a thread's held part: not here
         rejection = validate_messages(case["policy"], fixed)
         assert rejection is None, rejection.body
 

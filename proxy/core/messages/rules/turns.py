@@ -69,6 +69,10 @@ class _Scan:
                 self.result.calls_in_user.extend(place for place, _ in found)
         self.answered: dict[int, set[str]] = {c: set() for c in self.calls}
         self.loose: list[tuple[Place, str]] = []
+        #: A turn continuing a server-side thread sends only its new messages: results in its
+        #: first turn answer calls the server holds (the SDK's threaded tool runner, beta
+        #: ``message-threads``: ``thread: {"type": "continue", "previous_message_id": …}``).
+        self.held = continues_thread(history)
 
     def read_results(self, t: int) -> None:
         """Sort the results of turn ``t`` into answered, duplicate and loose."""
@@ -80,6 +84,8 @@ class _Scan:
             )
             return
         expected = {cid for _, cid in self.calls.get(t - 1, [])}
+        if t == 0 and self.held:
+            expected = {b["tool_use_id"] for _, _, b in found if b["type"] == "tool_result"}
         seen: set[str] = set()
         text_seen = hoist = False
         texts = {i for i in turn.members if self.history.messages[i]["content"]}
@@ -121,6 +127,12 @@ class _Scan:
                 if cid not in self.answered[c] and cid not in claimed:
                     self.result.missing.append((place, cid, c))
         return self.result
+
+
+def continues_thread(history: Messages) -> bool:
+    """Whether the request continues a server-side thread (the server holds what came before)."""
+    thread = history.request.get("thread")
+    return type(thread) is dict and thread.get("type") == "continue"
 
 
 def salvaged(result: Block, header: str) -> list[Block]:
