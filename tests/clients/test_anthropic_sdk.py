@@ -108,12 +108,6 @@ def test_tool_runner_loop_is_clean(client: Any, mguard: MessagesGuard, model: st
     mguard.assert_clean(model, 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 21: the proxy judges a threaded continue turn (`thread.type: continue`) as a "
-    "whole history, repairs its tool_result (held by the server with its tool_use) into text, "
-    "and the upstream then refuses the assembled history (M1)",
-)
 def test_threaded_tool_runner_is_forwarded_untouched(client: Any, mguard: MessagesGuard) -> None:
     """The runner's default: a server-side thread (beta ``message-threads-2026-08-12``), each
     later turn sending only its new messages (a ``tool_result`` whose ``tool_use`` the server

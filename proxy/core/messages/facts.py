@@ -77,6 +77,8 @@ class MessagesFacts:
     tool_reference: bool = True
     #: Tool ``type`` values accepted (M31: DS, web search only; absent = custom), None: any.
     tool_types: frozenset[str] | None = None
+    #: Top-level request fields refused (§1: MiniMax refuses ``output_config``).
+    refused_fields: frozenset[str] = frozenset()
 
 
 #: Upstreams with no Messages evidence: accept everything.
@@ -119,4 +121,7 @@ KIMI = MessagesFacts(
 #: Zhipu GLM (open.bigmodel.cn/api/anthropic): duplicate results pass (M4), system refused.
 GLM = MessagesFacts(duplicate_results=True, system_role_models=())
 #: MiniMax (api.minimax.io/anthropic): role system refused (M24, MiniMax-M2.7#43).
-MINIMAX = MessagesFacts(system_role_models=())
+MINIMAX = MessagesFacts(
+    system_role_models=(),
+    refused_fields=frozenset({"output_config"}),  # §1, MiniMax-AI/MiniMax-M2.7#17
+)

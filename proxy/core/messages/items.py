@@ -141,6 +141,11 @@ class Messages(CopyOnWrite):
         request = MappingProxyType({**self.request, **changes})
         return type(self)(self.messages, self.origins, request)
 
+    def without_fields(self, names: frozenset[str]) -> Messages:
+        """The same messages in a request without the top-level fields ``names``."""
+        request = MappingProxyType({k: v for k, v in self.request.items() if k not in names})
+        return type(self)(self.messages, self.origins, request)
+
     def named(self, index: int, merges: bool) -> frozenset[int]:
         """The positions an upstream's ``messages.{index}`` names: Anthropic counts merged
         messages (consecutive ones of one role are one, anthropic-messages.md §3), so its

@@ -23,6 +23,7 @@ PIPELINE: tuple[Rule, ...] = (
     request.messages_too_many_tools,
     request.messages_duplicate_tool_name,
     request.messages_custom_tool_type,
+    request.messages_unsupported_field,
     system.messages_system_message,
     content.messages_unsupported_block,
     content.messages_tool_reference,

@@ -179,6 +179,30 @@ def _strip_custom(history: Messages, hits: Sequence[Hit], params: Params) -> Mes
 
 
 @rule(
+    "messages_unsupported_field",
+    api="messages",
+    hint="Leave out request fields the upstream refuses (MiniMax: output_config).",
+)
+def messages_unsupported_field(history: Messages, params: Params) -> list[Hit]:
+    """A top-level request field the upstream refuses.
+
+    Claude Code sends ``output_config: {"effort": …}``; MiniMax refuses it (``invalid params``,
+    2013; anthropic-messages.md §1 request fields, MiniMax-AI/MiniMax-M2.7#17). The ``strip``
+    repair removes the field: the upstream cannot honour it anyway.
+    """
+    refused = facts(params).refused_fields
+    return [
+        Hit(-1, name, f"{name!r} is refused by the upstream", name)
+        for name in sorted(refused & history.request.keys())
+    ]
+
+
+@messages_unsupported_field.repair("strip")
+def _strip_fields(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
+    return history.without_fields(frozenset(h.data for h in hits))
+
+
+@rule(
     "messages_prefill",
     api="messages",
     hint="End the conversation with a user message: this model takes no assistant prefill.",
