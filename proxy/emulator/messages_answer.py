@@ -7,9 +7,11 @@ answered, in this order:
    asks) may hold directives ``[[tool_use NAME {json input}]]``; the emulator answers the k-th
    directive as a ``tool_use`` when k assistant tool turns already follow that message, and a
    text once they are used up. Tests drive multi-turn loops this way (Claude Code included).
-2. Otherwise, when the request has tools, ``tool_choice`` is not ``none`` and the last message
-   asks (no ``tool_result``): one call to the tool ``tool_choice`` names, else the first, its
-   required properties filled with placeholders (ours).
+2. Otherwise, when ``tool_choice`` forces a call (``any``, or ``tool`` and its ``name``) and the
+   last message asks (no ``tool_result``): one call to the tool named, else the first, its
+   required properties filled with placeholders (ours). Under ``auto`` no tool is called
+   unscripted: an agent such as Claude Code, pointed at the emulator without directives, gets a
+   text rather than a call of its first tool (its ``Agent`` tool, which would recurse).
 3. Otherwise a text: quoting the trailing tool results, or echoing the start of the question.
 
 A thinking block (signed; DeepSeek's signature is ``""`` as DeepSeek returns it) opens the
@@ -136,7 +138,7 @@ def _calls(message: dict[str, Any]) -> bool:
 def _default_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     messages, tools, choice = body["messages"], body.get("tools"), body.get("tool_choice")
     choice = choice if isinstance(choice, dict) else {}
-    if not isinstance(tools, list) or choice.get("type") == "none":
+    if not isinstance(tools, list) or choice.get("type") not in ("any", "tool"):
         return None
     if messages[-1].get("role") != "user" or _results(messages[-1]):
         return None

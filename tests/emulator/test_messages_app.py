@@ -33,6 +33,8 @@ from tests.emulator.messages_builders import (
 )
 from tests.emulator.test_app import send
 
+ASK_READ = 'Read a. [[tool_use read_file {"path": "a"}]]'
+
 
 def post(provider: str, payload: Any, path: str | None = None, **headers: str) -> Any:
     app = create_emulator_app(provider)
@@ -72,7 +74,7 @@ def test_every_prefix_answers_a_message(provider: str) -> None:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_tool_use_answer_replays_through_the_same_emulator(provider: str) -> None:
-    payload = request(user(), provider=provider, tools=[READ])
+    payload = request(user(), provider=provider, tools=[READ], tool_choice={"type": "any"})
     message = post(provider, payload).json()
     assert message["stop_reason"] == "tool_use"
     call_block = message["content"][-1]
@@ -90,7 +92,9 @@ def test_tool_use_answer_replays_through_the_same_emulator(provider: str) -> Non
 
 def test_thinking_answers_are_signed_and_replay() -> None:
     switch = {"type": "enabled", "budget_tokens": 2048}
-    payload = request(user(), tools=[READ], thinking=switch)
+    unscripted = request(user(), tools=[READ], thinking=switch)
+    assert post("anthropic", unscripted).json()["stop_reason"] == "end_turn"  # auto: no call
+    payload = request(user(ASK_READ), tools=[READ], thinking=switch)
     message = post("anthropic", payload).json()
     first, call_block = message["content"]
     assert first["type"] == "thinking"
@@ -125,7 +129,7 @@ def test_scripted_directives_drive_a_multi_turn_loop() -> None:
 
 def test_stream_follows_anthropics_event_sequence() -> None:
     switch = {"type": "enabled", "budget_tokens": 2048}
-    payload = request(user(), tools=[READ], thinking=switch, stream=True)
+    payload = request(user(ASK_READ), tools=[READ], thinking=switch, stream=True)
     response = post("anthropic", payload)
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/event-stream"
@@ -220,7 +224,7 @@ def test_anthropic_threads_hold_the_history_between_turns() -> None:
     """The SDK's threaded turns send only the new messages after ``previous_message_id``."""
     app = create_emulator_app("anthropic")
     path = "/v1/messages"
-    first = request(user(), tools=[READ], thread={"type": "create"})
+    first = request(user(), tools=[READ], thread={"type": "create"}, tool_choice={"type": "any"})
     answer = send(app, "POST", path, json=first).json()
     [call_block] = [b for b in answer["content"] if b["type"] == "tool_use"]
     follow = request(users(result(call_block["id"])), tools=[READ])
