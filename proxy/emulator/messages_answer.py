@@ -12,7 +12,8 @@ answered, in this order:
    required properties filled with placeholders (ours). Under ``auto`` no tool is called
    unscripted: an agent such as Claude Code, pointed at the emulator without directives, gets a
    text rather than a call of its first tool (its ``Agent`` tool, which would recurse).
-3. Otherwise a text: quoting the trailing tool results, or echoing the start of the question.
+3. Otherwise a text: quoting the trailing tool results, or echoing the start of the question
+   (the last text block of the last message, after any ``<system-reminder>`` blocks).
 
 A thinking block (signed; DeepSeek's signature is ``""`` as DeepSeek returns it) opens the
 answer when the provider thinks for this request. Tool-use ids are ``toolu_01…`` (Kimi:
@@ -193,7 +194,15 @@ def _text(provider: str, messages: list[dict[str, Any]]) -> str:
     if results:
         quoted = [_result_text(r.get("content"))[:200] for r in results]
         return "The tool returned: " + " | ".join(quoted)
-    return f"Emulated {provider} answer to: {text_of(messages[-1].get('content'))[:80]}"
+    return f"Emulated {provider} answer to: {_last_text(messages[-1].get('content'))[:80]}"
+
+
+def _last_text(content: Any) -> str:
+    """The last text of a message: the question, after any ``<system-reminder>`` blocks."""
+    if isinstance(content, str):
+        return content
+    texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return next((t for t in reversed(texts) if isinstance(t, str)), "")
 
 
 def _result_text(content: Any) -> str:

@@ -284,3 +284,13 @@ def test_stream_knobs_cut_with_an_error_event_or_add_an_unknown_one() -> None:
     kinds = [kind for kind, _ in events_of(extra.text)]
     assert kinds[:2] == ["message_start", "emulator_future_event"]
     assert kinds[-1] == "message_stop"
+
+
+def test_unscripted_agent_turn_gets_a_text_echoing_its_question() -> None:
+    """Claude Code's turn without directives: its tools are not called (auto), and the echo is
+    of its question, not of the ``<system-reminder>`` blocks before it."""
+    ask = users({"type": "text", "text": "<system-reminder>\nTools: Agent\n</system-reminder>"},
+                {"type": "text", "text": "Say hi."})  # fmt: skip
+    message = post("anthropic", request(ask, tools=[READ])).json()
+    assert message["stop_reason"] == "end_turn"
+    assert message["content"] == [{"type": "text", "text": "Emulated anthropic answer to: Say hi."}]
