@@ -300,7 +300,7 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
         if rejected:
             return Outcome(messages, tuple(findings), changed=False, rejected=True)
         rules = tuple((r, s) for r, s in rules[:last] if s.action not in _NO_REPAIR)
-        if not rules:
+        if not rules or not history.messages:
             break
     fields, removed = _changed_fields(request, getattr(history, "request", None))
     changed = history.messages is not messages or bool(fields) or bool(removed)
@@ -333,6 +333,8 @@ def _pass(
             if repaired is not history:
                 history, last = repaired, position
                 tool_free = history.tool_free
+                if not history.messages:  # its last item moved or dropped: nothing to look at
+                    break
     return history, rejected, last
 
 
