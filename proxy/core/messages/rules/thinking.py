@@ -106,10 +106,11 @@ def messages_thinking_on_tool_turns(history: Messages, params: Params) -> list[H
     if not (params.get("thinks") or _thinks(history, params)):
         return []
     hits = []
-    for i, message in enumerate(history.messages):
-        kinds = {b["type"] for b in blocks(message)}
-        if history.roles[i] == "assistant" and "tool_use" in kinds and "thinking" not in kinds:
-            hits.append(Hit(i, ".content", "tool_use message without thinking in thinking mode"))
+    for turn in turns(history, facts(params).merges_same_role):  # Kimi merges, DeepSeek not
+        kinds = {b["type"] for i in turn.members for b in blocks(history.messages[i])}
+        if turn.role == "assistant" and "tool_use" in kinds and "thinking" not in kinds:
+            detail = "tool_use message without thinking in thinking mode"
+            hits.append(Hit(turn.first, ".content", detail))
     return hits
 
 
@@ -146,14 +147,28 @@ def messages_final_assistant(history: Messages, params: Params) -> list[Hit]:
     if not facts(params).signed_thinking or history.roles[-1] != "assistant":
         return []
     i = len(history) - 1
+    earlier = _earlier_thinking(history, params)
     content = history.messages[i]["content"]
     if type(content) is str:
-        return (
-            [Hit(i, ".content", "final assistant content ends in whitespace")]
-            if content != content.rstrip()
-            else []
+        ends = content != content.rstrip()
+        return earlier + (
+            [Hit(i, ".content", "final assistant content ends in whitespace")] if ends else []
         )
-    return _final_hits(history, i, content)
+    return earlier + _final_hits(history, i, content)
+
+
+def _earlier_thinking(history: Messages, params: Params) -> list[Hit]:
+    """M19 in the messages before the last one of a final assistant run the upstream merges
+    into one (thinking off)."""
+    if thinking_type(history.request) in ("enabled", "adaptive"):
+        return []
+    final = turns(history, facts(params).merges_same_role)[-1]
+    return [
+        Hit(k, f".content[{j}]", "thinking in a final assistant message, thinking off", (k, j))
+        for k in final.members[:-1]
+        for j, b in enumerate(blocks(history.messages[k]))
+        if b["type"] in THINKING
+    ]
 
 
 def _final_hits(history: Messages, i: int, content: list[Block]) -> list[Hit]:
@@ -176,6 +191,8 @@ def _final_hits(history: Messages, i: int, content: list[Block]) -> list[Hit]:
 
 @messages_final_assistant.repair("trim")
 def _trim(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
+    earlier = {h.data for h in hits if h.data is not None}
+    history = _drop_blocks(history, earlier) if earlier else history
     i = len(history) - 1
     message = history.messages[i]
     content = message["content"]
