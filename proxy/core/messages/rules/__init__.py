@@ -13,7 +13,7 @@ nothing where its provider accepts the history, so every preset runs every rule.
 
 from __future__ import annotations
 
-from proxy.core.messages.rules import content, ids, pairing, request, system, thinking
+from proxy.core.messages.rules import content, ids, layout, pairing, request, system, thinking
 from proxy.core.rule import Rule
 
 PIPELINE: tuple[Rule, ...] = (
@@ -30,7 +30,9 @@ PIPELINE: tuple[Rule, ...] = (
     content.messages_empty_text,
     content.messages_empty_message,
     *ids.RULES,
+    layout.messages_split_tool_results,
     *pairing.RULES,
+    layout.messages_orphan_server_tool_result,
     *thinking.RULES,
     request.messages_prefill,
     content.messages_cache_control_limit,

@@ -1,15 +1,16 @@
 """Rules pairing ``tool_use`` blocks with their ``tool_result`` blocks, turn by turn (see
-:mod:`.turns` for the terms). They run in this order, each on the output of the one before:
-split results are joined, duplicates settled, misplaced results moved, orphans salvaged as
-text, and calls left without a result answered with an error saying the output was lost.
+:mod:`.turns` for the terms). They run in this order, each on the output of the one before
+(split results already joined, :mod:`.layout`): duplicates settled, misplaced results moved,
+orphans salvaged as text, and calls left without a result answered with an error saying the
+output was lost.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.messages.items import Block, Messages, as_blocks, blocks
-from proxy.core.messages.rules.common import facts, turn_blocks, turns, with_content
+from proxy.core.messages.items import Block, Messages
+from proxy.core.messages.rules.common import facts, turn_blocks, turns
 from proxy.core.messages.rules.turns import (
     DUPLICATE_TEXT,
     LOST_TEXT,
@@ -22,52 +23,6 @@ from proxy.core.messages.rules.turns import (
     turn_content,
 )
 from proxy.core.rule import Hit, Params, rule
-
-
-@rule(
-    "messages_split_tool_results",
-    api="messages",
-    tools_only=True,
-    hint="Send all results of one assistant turn in the one user message right after it.",
-)
-def messages_split_tool_results(history: Messages, params: Params) -> list[Hit]:
-    """Tool results of one turn split over consecutive user messages, sent to an upstream that
-    does not merge them.
-
-    Anthropic merges consecutive same-role messages before validating; DeepSeek does not, and
-    answers M1's ``tool_use ids were found without tool_result blocks immediately after``
-    (anthropic-messages.md M6; AstrBotDevs/AstrBot#7871, deepseek-ai/DeepSeek-V3#967). The
-    ``merge`` repair joins the run of user messages into one, as Anthropic would.
-    """
-    if facts(params).merges_same_role:
-        return []
-    hits = []
-    roles, start = history.roles, 0
-    for i in range(1, len(roles)):
-        if roles[i] != "user" or roles[i - 1] != "user":
-            start = i
-            continue
-        if any(b["type"] == "tool_result" for b in blocks(history.messages[i])):
-            hits.append(Hit(i, "", f"tool results split from {history.path(start)}", start))
-    return hits
-
-
-@messages_split_tool_results.repair("merge")
-def _merge(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
-    ends: dict[int, int] = {}  # run start -> last message of the run holding results
-    for hit in hits:
-        ends[hit.data] = max(ends.get(hit.data, hit.index), hit.index)
-    entries: list[tuple[dict[str, object], int | None]] = []
-    i = 0
-    while i < len(history):
-        end = ends.get(i, i)
-        message = history.messages[i]
-        if end > i:
-            content = [b for k in range(i, end + 1) for b in as_blocks(history.messages[k])]
-            message = with_content(message, content)
-        entries.append((message, i))
-        i = end + 1
-    return history.rebuild(entries)
 
 
 @rule(
@@ -280,50 +235,9 @@ def _synthesize(history: Messages, hits: Sequence[Hit], params: Params) -> Messa
     return rebuild(history, merges, contents, after, set())
 
 
-@rule(
-    "messages_orphan_server_tool_result",
-    api="messages",
-    hint="Keep each server tool result right after its server_tool_use, in the same message.",
-)
-def messages_orphan_server_tool_result(history: Messages, params: Params) -> list[Hit]:
-    """A server tool's result (``web_search_tool_result``, ``advisor_tool_result``…) with no
-    ``server_tool_use`` before it in its turn.
-
-    Anthropic answers ``messages.{i}.content.{j}: unexpected `tool_use_id` found in
-    `advisor_tool_result` blocks: {id}. Each `advisor_tool_result` block must have a
-    corresponding `server_tool_use` block before it.`` (anthropic-messages.md M10;
-    claude-code#64383, #66548, #65726). The ``drop`` repair drops it: its content is the
-    server's encrypted data, which the model cannot read without the call.
-    """
-    merges = facts(params).merges_same_role
-    hits = []
-    for turn in turns(history, merges):
-        started: set[object] = set()
-        for i in turn.members:
-            for j, block in enumerate(blocks(history.messages[i])):
-                kind = block["type"]
-                if kind == "server_tool_use":
-                    started.add(block.get("id"))
-                elif _server_result(kind) and block.get("tool_use_id") not in started:
-                    hits.append(Hit(i, f".content[{j}]", f"{kind} without its call", (i, j)))
-    return hits
-
-
-def _server_result(kind: str) -> bool:
-    return kind.endswith("_tool_result") and kind != "tool_result"
-
-
-@messages_orphan_server_tool_result.repair("drop")
-def _drop_server_result(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
-    merges = facts(params).merges_same_role
-    return rebuild(history, merges, {}, {}, {h.data for h in hits})
-
-
 RULES = (
-    messages_split_tool_results,
     messages_duplicate_tool_result,
     messages_misplaced_tool_result,
     messages_orphan_tool_result,
     messages_missing_tool_result,
-    messages_orphan_server_tool_result,
 )
