@@ -296,7 +296,7 @@ CASES: list[tuple[str, int, str, str]] = [
         "Tool call id was turn1_0 but must be a-z, A-Z, 0-9, with a length of 9.",
         "tool_call_id_format",
     ),
-    ("Mistral", 400, "Unexpected role 'user' after role 'tool'", "other"),
+    ("Mistral", 400, "Unexpected role 'user' after role 'tool'", "user_after_tool"),
     ("Mistral", 400, "Not the same number of function calls and responses", "missing_tool_result"),
     (
         "Mistral",
@@ -335,7 +335,7 @@ CASES: list[tuple[str, int, str, str]] = [
         "'messages.1' : for 'role:user' the following must be satisfied[('messages.1' : property 'tool_calls' is unsupported, did you mean 'tool_call_id'?)]",
         "unknown_message_field",
     ),
-    ("xAI", 400, "Only messages of role 'user' can have a name.", "tool_message_name"),
+    ("xAI", 400, "Only messages of role 'user' can have a name.", "unknown_message_field"),
     (
         "Kimi",
         400,
