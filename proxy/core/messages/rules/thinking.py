@@ -3,8 +3,7 @@ final assistant message, and the open tool loop under ``thinking: enabled``."""
 
 from __future__ import annotations
 
-import base64
-import binascii
+import re
 from collections.abc import Sequence
 
 from proxy.core.messages.items import THINKING, Block, Messages, blocks
@@ -14,18 +13,17 @@ from proxy.core.rule import Hit, Params, rule
 #: Shortest signature taken as whole: Anthropic's are long base64 strings, and a 24-character
 #: one reproduces M18 (codex2api PR#613).
 MIN_SIGNATURE = 32
+#: Base64 in either alphabet, padding optional: a signature with anything else was mangled
+#: (re-serialized, cut mid-escape); lenient so that a genuine one is never dropped.
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 
 
 def _unsigned(block: Block) -> bool:
-    """No signature, an empty one, or one cut short (too short, or not base64 any more)."""
+    """No signature, an empty one, or one cut short or mangled (too short, not base64)."""
     signature = block.get("signature")
     if type(signature) is not str or len(signature) < MIN_SIGNATURE:
         return True
-    try:
-        base64.b64decode(signature, validate=True)
-    except (binascii.Error, ValueError):
-        return True
-    return False
+    return _BASE64.fullmatch(signature) is None
 
 
 @rule(
