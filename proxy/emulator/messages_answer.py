@@ -6,7 +6,9 @@ answered, in this order:
 1. Scripted tool loops: the last user message that carries no ``tool_result`` (the one that
    asks) may hold directives ``[[tool_use NAME {json input}]]``; the emulator answers the k-th
    directive as a ``tool_use`` when k assistant tool turns already follow that message, and a
-   text once they are used up. Tests drive multi-turn loops this way (Claude Code included).
+   text once they are used up; directives joined by ``&`` (``[[tool_use A {…}]] &
+   [[tool_use B {…}]]``) are one round of parallel calls. Tests drive multi-turn loops this way
+   (Claude Code included).
 2. Otherwise, when ``tool_choice`` forces a call (``any``, or ``tool`` and its ``name``) and the
    last message asks (no ``tool_result``): one call to the tool named, else the first, its
    required properties filled with placeholders (ours). Under ``auto`` no tool is called
@@ -41,6 +43,7 @@ from proxy.emulator.messages_validate import deepseek_thinks, kimi_thinks
 
 DIRECTIVE = re.compile(r"\[\[tool_use (\S+) (\{.*?\})\]\]", re.DOTALL)
 REASONING = "Emulated reasoning: the request is valid."
+Call = tuple[str, dict[str, Any]]
 _PLACEHOLDERS = {"string": "emulated", "integer": 1, "number": 1, "boolean": True}
 _PLACEHOLDERS |= {"array": [], "object": {}}
 
@@ -83,12 +86,11 @@ def plan_message(provider: str, body: dict[str, Any], raw: bytes) -> Reply:
     if thinks(provider, body):
         signature = "" if provider == "deepseek" else _signature(digest)
         blocks.append({"type": "thinking", "thinking": REASONING, "signature": signature})
-    call = _scripted(body) or _default_call(body)
-    if call is not None:
-        name, arguments = call
-        blocks.append({"type": "tool_use", "id": _tool_id(provider, name, body, digest),
+    calls = _scripted(body) or _default_call(body)
+    for k, (name, arguments) in enumerate(calls):
+        blocks.append({"type": "tool_use", "id": _tool_id(provider, name, body, digest, k),
                        "name": name, "input": arguments})  # fmt: skip
-    else:
+    if not calls:
         blocks.append({"type": "text", "text": _text(provider, body["messages"])})
     return Reply(f"msg_01{digest}", str(body["model"]), blocks, max(len(raw) // 4, 1))
 
@@ -112,21 +114,37 @@ def _results(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
-def _scripted(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+def _scripted(body: dict[str, Any]) -> list[Call]:
+    """The calls of the next scripted round (none when unscripted or the script is done)."""
     messages = body["messages"]
     asking = _asking(messages)
     if asking is None:
-        return None
-    directives = DIRECTIVE.findall(text_of(messages[asking].get("content")))
-    rounds = sum(1 for m in messages[asking + 1 :] if m.get("role") == "assistant" and _calls(m))
-    if rounds >= len(directives):
-        return None
-    name, arguments = directives[rounds]
+        return []
+    rounds = _rounds(text_of(messages[asking].get("content")))
+    done = sum(1 for m in messages[asking + 1 :] if m.get("role") == "assistant" and _calls(m))
+    return rounds[done] if done < len(rounds) else []
+
+
+def _rounds(text: str) -> list[list[Call]]:
+    """The directives of `text` by round: directives joined by ``&`` are one parallel round."""
+    rounds: list[list[Call]] = []
+    end = None
+    for match in DIRECTIVE.finditer(text):
+        call = (match.group(1), _input(match.group(2)))
+        if end is not None and text[end : match.start()].strip() == "&":
+            rounds[-1].append(call)
+        else:
+            rounds.append([call])
+        end = match.end()
+    return rounds
+
+
+def _input(arguments: str) -> dict[str, Any]:
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError:
         parsed = {"directive": arguments}
-    return name, parsed if isinstance(parsed, dict) else {"value": parsed}
+    return parsed if isinstance(parsed, dict) else {"value": parsed}
 
 
 def _calls(message: dict[str, Any]) -> bool:
@@ -136,21 +154,21 @@ def _calls(message: dict[str, Any]) -> bool:
     )
 
 
-def _default_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+def _default_call(body: dict[str, Any]) -> list[Call]:
     messages, tools, choice = body["messages"], body.get("tools"), body.get("tool_choice")
     choice = choice if isinstance(choice, dict) else {}
     if not isinstance(tools, list) or choice.get("type") not in ("any", "tool"):
-        return None
+        return []
     if messages[-1].get("role") != "user" or _results(messages[-1]):
-        return None
+        return []
     if DIRECTIVE.search(text_of(messages[-1].get("content"))):
-        return None  # a script that is done answers text
+        return []  # a script that is done answers text
     usable = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
     named = [t for t in usable if t["name"] == choice.get("name")]
     if not usable:
-        return None
+        return []
     tool = (named or usable)[0]
-    return tool["name"], _placeholders(tool.get("input_schema"))
+    return [(tool["name"], _placeholders(tool.get("input_schema")))]
 
 
 def _placeholders(schema: Any) -> dict[str, Any]:
@@ -168,7 +186,8 @@ def _placeholders(schema: Any) -> dict[str, Any]:
     return values
 
 
-def _tool_id(provider: str, name: str, body: dict[str, Any], digest: str) -> str:
+def _tool_id(provider: str, name: str, body: dict[str, Any], digest: str, k: int) -> str:
+    """The id of the answer's `k`-th call."""
     if provider == "kimi":  # Kimi's ids count the calls of the conversation (Kimi-K2 issues)
         count = sum(
             1
@@ -176,8 +195,8 @@ def _tool_id(provider: str, name: str, body: dict[str, Any], digest: str) -> str
             for b in (m.get("content") if isinstance(m.get("content"), list) else [])
             if isinstance(b, dict) and b.get("type") == "tool_use"
         )
-        return f"functions.{name}:{count}"
-    return f"toolu_01{digest}"
+        return f"functions.{name}:{count + k}"
+    return f"toolu_01{digest}" + (f"_{k}" if k else "")
 
 
 def text_of(content: Any) -> str:

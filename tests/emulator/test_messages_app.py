@@ -294,3 +294,18 @@ def test_unscripted_agent_turn_gets_a_text_echoing_its_question() -> None:
     message = post("anthropic", request(ask, tools=[READ])).json()
     assert message["stop_reason"] == "end_turn"
     assert message["content"] == [{"type": "text", "text": "Emulated anthropic answer to: Say hi."}]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_directives_joined_by_ampersand_are_one_parallel_round(provider: str) -> None:
+    ask = user('Go. [[tool_use read_file {"path": "a"}]] & [[tool_use read_file {"path": "b"}]]'
+               ' [[tool_use read_file {"path": "c"}]]')  # fmt: skip
+    first = post(provider, request(ask, tools=[READ], provider=provider)).json()
+    calls = [b for b in first["content"] if b["type"] == "tool_use"]
+    assert [c["input"] for c in calls] == [{"path": "a"}, {"path": "b"}]
+    assert len({c["id"] for c in calls}) == 2
+    answered = users(*[result(c["id"]) for c in calls])
+    history = [ask, assistant(*first["content"]), answered]
+    assert validate_messages(provider, request(*history, provider=provider)) is None
+    second = post(provider, request(*history, tools=[READ], provider=provider)).json()
+    assert [b["input"] for b in second["content"] if b["type"] == "tool_use"] == [{"path": "c"}]
