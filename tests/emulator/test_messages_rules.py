@@ -87,6 +87,10 @@ BROKEN: list[tuple[str, str, dict[str, Any], int, str, str]] = [
     ("A-M18-empty", "anthropic", request(user(), assistant(thinking(signature=""), use()),
                                          users(result())), 400, "M18",
      "messages.1.content.0: Invalid `signature` in `thinking` block"),
+    ("A-M18-mangled", "anthropic", request(user(), assistant(
+        thinking(signature='RW11bGF0ZWQgc2lnbmF0dXJlIG9mIGEg\\"dGhpbmtpbmc='), use()),
+        users(result())), 400, "M18",
+     "messages.1.content.0: Invalid `signature` in `thinking` block"),
     ("A-M18-missing", "anthropic", request(user(), assistant(
         {"type": "thinking", "thinking": "t"}, use()), users(result())), 400, "M18",
      "messages.1.content.0.thinking.signature: Field required"),
@@ -257,6 +261,9 @@ VALID: list[tuple[str, str, dict[str, Any]]] = [
                                                     users(result()),
                                                     thinking={"type": "enabled",
                                                               "budget_tokens": 2048})),
+    ("A-urlsafe-unpadded-signature", "anthropic", request(
+        user(), assistant(thinking(signature="RW11bGF0ZWQ_c2lnbmF0dXJl-b2YgYSB0aGlua2luZyBibG9jaw"),
+                          use()), users(result()))),
     ("A-adaptive-no-thinking", "anthropic", request(*LOOP, thinking={"type": "adaptive"})),
     ("A-prefill-old-model", "anthropic", request(user(), assistant(text("{")))),
     ("A-system-message-opus-4-8", "anthropic",
