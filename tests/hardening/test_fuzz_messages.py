@@ -1,17 +1,15 @@
 """Any body posted to ``/v1/messages``: never a 5xx, never a traceback (issue 21 §2, COMMON).
 
-Property-based (hypothesis), in process: Messages-shaped bodies with wrong types at every level,
-content blocks of every kind (known, unknown, malformed), damaged bytes, through the real app
-with the strict Anthropic emulator as its upstream under each Messages dialect's preset. Every
-answer is a 2xx from the upstream, a 4xx the emulator gave in Anthropic's shape, or the proxy's
-own 4xx in Anthropic's shape.
+Property-based (hypothesis), over a real socket: Messages-shaped bodies with wrong types at
+every level, content blocks of every kind (known, unknown, malformed), damaged bytes, through
+the real app with the strict Anthropic emulator as its upstream under each Messages dialect's
+preset. Every answer is a 2xx from the upstream, a 4xx the emulator gave in Anthropic's shape,
+or the proxy's own 4xx in Anthropic's shape.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
@@ -24,6 +22,7 @@ from proxy.app import create_app
 from proxy.emulator import create_emulator_app
 from proxy.settings import load_settings
 from tests.hardening.test_fuzz_chat import FUZZ, Failures, anything, mostly, one_of, raw_bodies
+from tests.servers import running
 
 pytest_plugins = ["tests.hardening.test_fuzz_chat"]
 
@@ -82,36 +81,22 @@ messages_bodies = mostly(
 
 @pytest.fixture(scope="module")
 def post_messages() -> Iterator[Post]:
-    """The app in process; one upstream per Messages preset, each the Anthropic emulator."""
-    runner = asyncio.Runner()
-    stack = AsyncExitStack()
+    """The app on a real server (no event loop of the test's own: the browser tests' may be
+    running); one upstream per Messages preset, each the Anthropic emulator in process."""
+    emulator = httpx.ASGITransport(create_emulator_app("anthropic"))
+    base = {"base_url": "http://upstream/v1", "anthropic_base_url": "http://upstream/v1"}
+    settings = load_settings(
+        upstreams={name: {**base, "policy": name} for name in PRESETS},
+        routing={"default": "anthropic"},
+        repair_log={"url": "memory://", "flush_interval": 0.05},
+    )
+    headers = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
+    with running(create_app(settings, transport=emulator)) as url, httpx.Client(timeout=30) as http:
 
-    async def start() -> httpx.AsyncClient:
-        emulator = httpx.ASGITransport(create_emulator_app("anthropic"))
-        base = {"base_url": "http://upstream/v1", "anthropic_base_url": "http://upstream/v1"}
-        upstreams = {name: {**base, "policy": name} for name in PRESETS}
-        settings = load_settings(
-            upstreams=upstreams,
-            routing={"default": "anthropic"},
-            repair_log={"url": "memory://", "flush_interval": 0.05},
-        )
-        app = create_app(settings, transport=emulator)
-        await stack.enter_async_context(app.router.lifespan_context(app))
-        transport = httpx.ASGITransport(app)
-        client = httpx.AsyncClient(transport=transport, base_url="http://proxy", timeout=30)
-        return await stack.enter_async_context(client)
+        def post(upstream: str, raw: bytes) -> httpx.Response:
+            return http.post(f"{url}/{upstream}/v1/messages", content=raw, headers=headers)
 
-    client = runner.run(start())
-
-    def post(upstream: str, raw: bytes) -> httpx.Response:
-        headers = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
-        return runner.run(client.post(f"/{upstream}/v1/messages", content=raw, headers=headers))
-
-    try:
         yield post
-    finally:
-        runner.run(stack.aclose())
-        runner.close()
 
 
 def assert_answered_in_anthropics_shape(response: httpx.Response, failures: Failures) -> None:
