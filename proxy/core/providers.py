@@ -88,6 +88,9 @@ class Provider:
     #: Roles whose message may not be empty (missing, null, ``""`` or ``[]`` content): Kimi's
     #: ``the message at position 0 with role 'system' must not be empty`` (issue 22).
     empty_refused: frozenset[str] = frozenset()
+    #: Whether ``content: []`` is accepted (xAI §4: ``Each message must have at least one
+    #: content element.``).
+    empty_parts: bool = True
     #: Whether a ``tool_choice`` needs ``tools`` in the same request (xAI B1: ``A tool_choice
     #: was set on the request but no tools were specified.``).
     tool_choice_needs_tools: bool = False
@@ -214,6 +217,7 @@ XAI = Provider(
     null_content=frozenset(),
     missing_content=frozenset(),  # ours: a missing key reads as null to its gateway
     tool_choice_needs_tools=True,
+    empty_parts=False,
     tool_name="refused",
     refused_fields=_frozen(
         {role: ("name",) for role in ("system", "developer", "assistant", "tool")}

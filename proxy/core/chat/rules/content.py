@@ -111,16 +111,21 @@ def content_null(history: History, params: Params) -> list[Hit]:
     messages (D13), not on a tool-call turn (D12 asks for content *or* tool_calls). Gemini
     refuses null everywhere (G9: ``Expected string or list of content parts, got: null``) and
     takes the key left out of a tool-call turn (G10's workaround). The ``fix`` repair leaves
-    the key out where the upstream takes that, and sets ``""`` elsewhere.
+    the key out where the upstream takes that, and sets ``""`` elsewhere. Where the record
+    refuses empty arrays too (xAI's ``Each message must have at least one content element.``),
+    ``content: []`` is fixed the same way.
     """
     provider = provider_of(params)
     null_ok, missing_ok = provider.null_content, provider.missing_content
-    if _no_null_problem(history, null_ok, missing_ok):
+    empty_list = not provider.empty_parts and list in views.odd_types(history)
+    if not empty_list and _no_null_problem(history, null_ok, missing_ok):
         return []
     messages = history.messages
     hits: list[Hit] = []
     for i in history.index.odd_content:
         message = messages[i]
+        if empty_list and message.get("content") == []:
+            hits.append(Hit(i, ".content", "content is an empty array"))
         if message.get("content") is not None:
             continue
         kind = _kind(message, provider)

@@ -224,7 +224,9 @@ def user_after_tool(history: History, params: Params) -> list[Hit]:
     §4; ``'system' after 'tool'`` likewise); Mistral templates on vLLM and llama.cpp fail the
     same way (B1). On template servers only the models of the record's ``alternation_models``
     are checked. The ``bridge`` repair inserts an assistant message saying ``text`` between
-    them.
+    them; a system message there becomes a user message with the same content, since these
+    upstreams refuse ``'system' after 'assistant'`` as well (a note a client inserted among tool
+    results, gptme#3421: only the opening system messages may stay system).
     """
     index = history.index
     if not index.tools or not _strict_order(history, params):
@@ -245,8 +247,13 @@ def _bridge(history: History, hits: Sequence[Hit], params: Params) -> History:
     for i, message in enumerate(history.messages):
         if i in before:
             entries.append((bridge, None))
-        entries.append((message, i))
+        entries.append((_as_user(message) if i in before else message, i))
     return history.rebuild(entries)
+
+
+def _as_user(message: Message) -> Message:
+    """A system message after tool results as a user message (the same content)."""
+    return {**message, "role": "user"} if message["role"] == "system" else message
 
 
 RULES = (empty_assistant_message, function_call_turn_order, consecutive_same_role, user_after_tool)
