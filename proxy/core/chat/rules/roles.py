@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proxy.core.chat.messages import KNOWN_ROLES, History, Message, stable_id, tool_calls_of
-from proxy.core.providers import provider_of
+from proxy.core.providers import model_matches, model_of, provider_of
 from proxy.core.rule import Hit, Params, rule
 
 
@@ -81,16 +81,27 @@ def developer_role(history: History, params: Params) -> list[Hit]:
 
     DeepSeek answers ``unknown variant `developer`, expected one of `system`, `user`,
     `assistant`, `tool``` (D14); DashScope and Volcengine refuse it too (§4). Upstreams whose
-    record lists the role (OpenAI, Gemini) find nothing. The ``rename`` repair turns it into
+    record lists the role (OpenAI, Gemini) find nothing, except for the models its record says
+    follow Mistral's templates (``alternation_models`` of a server that otherwise knows the
+    role: vLLM), which know only ``system``, ``user``, ``assistant`` and ``tool``
+    (``Unexpected role 'user' after role 'developer'``). The ``rename`` repair turns it into
     ``system``.
     """
-    if "developer" not in history.index.roles or "developer" in provider_of(params).roles:
+    if "developer" not in history.index.roles or _knows_developer(history, params):
         return []
     return [
         Hit(i, ".role", "'developer' role is not supported by this upstream")
         for i, message in enumerate(history.messages)
         if message["role"] == "developer"
     ]
+
+
+def _knows_developer(history: History, params: Params) -> bool:
+    provider = provider_of(params)
+    if "developer" not in provider.roles:
+        return False
+    globs = provider.alternation_models
+    return not globs or not model_matches(model_of(history.request), globs)
 
 
 @developer_role.repair("rename")
