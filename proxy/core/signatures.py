@@ -170,6 +170,8 @@ _SECOND_TIER: tuple[Signature, ...] = (
     sig("MI11", "mistral", "developer_role",
         r"^union_tag_invalid at (?P<path>messages\[\d+\]): Input tag 'developer' found",
         preset="mistral"),
+    sig("VL8", "vllm", "developer_role", r"Unexpected role '\w+' after role 'developer'",
+        preset="vllm"),
     sig("KI4", "kimi", "developer_role",
         r"Invalid request: invalid role at (?P<path>messages\[\d+\])", preset="kimi"),
     sig("OL3", "ollama", "arguments_invalid_json", r"^invalid tool call arguments"),

@@ -357,6 +357,7 @@ TEXTS: list[Text] = [
         "VL5", 500, "Tool call id was call_49c89af0 but must be a-z, A-Z, 0-9, with a length of 9"
     ),
     Text("MI2", 400, "Unexpected role 'user' after role 'tool'"),
+    Text("VL8", 400, "Unexpected role 'user' after role 'developer'"),
     Text("MI3", 400, "Unexpected role 'tool' after role 'user'"),
     Text("MI8", 400, "Unexpected role 'tool' after role 'system'"),
     Text("MI4", 400, "Not the same number of function calls and responses"),
