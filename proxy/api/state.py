@@ -24,7 +24,7 @@ from proxy.logs import RequestLog, request_id
 from proxy.relay.asgi import RESPONSE_STARTED
 from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens
 from proxy.repairlog.classify import classify_refusal
-from proxy.repairlog.conversation import client_of
+from proxy.repairlog.conversation import client_product
 from proxy.repairlog.record import Ending, Record, new_record_id
 
 #: Request headers that carry a key for the upstream (Azure's, Anthropic's, Google's).
@@ -283,7 +283,7 @@ class RequestState:
             status=log.status,
             proxy_error=log.error,
             ending=self.ending,
-            client=client_of(next((v for k, v in self.forward if k == b"user-agent"), None)),
+            client=client_product(next((v for k, v in self.forward if k == b"user-agent"), None)),
             attempts=[a.as_dict() for a in self.attempts] if retried else None,
             id=self.record_id or new_record_id(),
             size=self.body_size + sum(len(a.error or "") for a in self.attempts),

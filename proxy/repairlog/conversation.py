@@ -62,7 +62,7 @@ def conversation_key(path: str, body: Any) -> str | None:
     return _hex("start", path, body.get("system"), body.get("instructions"), start)
 
 
-def client_of(user_agent: bytes | None) -> str | None:
+def client_product(user_agent: bytes | None) -> str | None:
     """Which client sent a request: the leading product token of its ``User-Agent`` (and the
     version after it), never more: ``claude-cli/2.1.3 (external, cli)`` -> ``claude-cli/2.1.3``.
     It names a library, not a person, so every capture mode keeps it."""

@@ -75,7 +75,7 @@ class Packer:
         """
         self.sequences = {}
         if not isinstance(body, dict) or (len(body) == 1 and _BODY in body):
-            return {_BODY: self._value(body)}
+            return {_BODY: self.value(body)}
         return {key: self._top(key, value, (base or {}).get(key)) for key, value in body.items()}
 
     def _top(self, key: str, value: Any, base: list[bytes] | None) -> Any:
@@ -84,13 +84,10 @@ class Packer:
             if base is not None:
                 return {_SEQ: _patch(base, digests)}
             return {_SEQ: self._sequence(digests)}
-        return self._value(value)
+        return self.value(value)
 
     def value(self, value: Any) -> Any:
         """One value, stored by digest unless it is small (then inline)."""
-        return self._value(value)
-
-    def _value(self, value: Any) -> Any:
         data = orjson.dumps(value)
         if len(data) < MIN_BLOB:
             return _escaped(value)

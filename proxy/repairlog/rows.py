@@ -26,7 +26,16 @@ def record_row(
     def json(value: Any) -> Any:
         return None if value is None else blob(dumps(value))
 
-    bodies = packer_bodies(record, packer)
+    bodies = pack_bodies(
+        {
+            "received": record.received,
+            "forwarded": record.forwarded,
+            "attempts": record.attempts,
+            # A repeat's findings are its first record's: stored once, as one value.
+            **({"findings": record.findings} if record.repeat_of is not None else {}),
+        },
+        packer,
+    )
 
     return (
         record.id,
@@ -59,15 +68,6 @@ def record_row(
         finding_key(record),
         1,
     )
-
-
-def packer_bodies(record: Record, packer: Packer) -> dict[str, Any]:
-    """The record's bodies as skeletons; their blobs go to ``packer``."""
-    bodies = {"received": record.received, "forwarded": record.forwarded}
-    bodies["attempts"] = record.attempts
-    if record.repeat_of is not None:
-        bodies["findings"] = record.findings
-    return pack_bodies(bodies, packer)
 
 
 def rule_rows(record: Record, ts: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
