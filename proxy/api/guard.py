@@ -97,8 +97,8 @@ class Guard:
             return upstream, body
         if encoding is not None:  # the repaired body goes out as plain JSON
             state.forward = [(k, v) for k, v in state.forward if k != b"content-encoding"]
-        repaired = dumps(sent)
-        state.body_size += len(repaired)
+        repaired, state.listed = dumps_listed(sent, unit.wire.history_key)
+        state.body_size += len(repaired) + (len(state.listed[1]) if state.listed else 0)
         return upstream, repaired
 
     def _strip_learned(self, state: RequestState, upstream: str, body: Any) -> Any:
@@ -143,3 +143,13 @@ def dumps(body: Any) -> bytes:
         return orjson.dumps(body)
     except orjson.JSONEncodeError as exc:  # nesting past orjson's 255 levels (max_json_depth > 255)
         raise BadRequestBody(f"The repaired request cannot be serialised: {exc}.") from exc
+
+
+def dumps_listed(body: Any, key: str) -> tuple[bytes, tuple[list[Any], bytes] | None]:
+    """:func:`dumps`, and the history list under ``key`` with its own JSON (the same bytes
+    the body holds, serialised once): the repair log packs them without serialising again."""
+    items = body.get(key) if type(body) is dict else None
+    if type(items) is not list:
+        return dumps(body), None
+    listed = dumps(items)
+    return dumps({**body, key: orjson.Fragment(listed)}), (items, listed)

@@ -51,6 +51,7 @@ class RequestState:
         "ending",
         "extra_findings",
         "forward",
+        "listed",
         "log",
         "mode",
         "mode_ignored",
@@ -76,6 +77,8 @@ class RequestState:
         self.api: str | None = None  # the wire API unit that checked the body, if any
         self.data: Any = None  # the parsed body (units only)
         self.body_size = 0  # bytes of the bodies the record holds, decompressed
+        #: A repaired body's history list and its JSON as sent (:attr:`Record.listed`).
+        self.listed: tuple[list[Any], bytes] | None = None
         self.stream = False
         self.outcome: Outcome | None = None
         self.policy: Policy | None = None  # the policy the unit's check ran under
@@ -286,5 +289,6 @@ class RequestState:
             client=client_product(next((v for k, v in self.forward if k == b"user-agent"), None)),
             attempts=[a.as_dict() for a in self.attempts] if retried else None,
             id=self.record_id or new_record_id(),
+            listed=self.listed,
             size=self.body_size + sum(len(a.error or "") for a in self.attempts),
         )

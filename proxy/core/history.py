@@ -66,6 +66,18 @@ class CopyOnWrite:
         value: T = self._memo[key]
         return value
 
+    def memoized(self, key: str) -> tuple[bool, Any]:
+        """Whether :meth:`memo` computed ``key`` for this history, and what it found."""
+        if self._memo is None or key not in self._memo:
+            return False, None
+        return True, self._memo[key]
+
+    def seed(self, key: str, value: Any) -> None:
+        """Give :meth:`memo` the value of ``key`` (an edit carrying a view over)."""
+        if self._memo is None:
+            self._memo = {}
+        self._memo[key] = value
+
     def origin(self, i: int) -> int | None:
         return i if self.origins is None else self.origins[i]
 
@@ -87,10 +99,45 @@ class CopyOnWrite:
             origins.append(None if source is None else self.origin(source))
         return type(self)(items, origins, self.request)
 
+    def edited(
+        self, inserts: Mapping[int, Iterable[tuple[Item, int | None]]], skip: Iterable[int]
+    ) -> Self:
+        """A new history without the ``skip`` positions, with ``inserts[i]`` (as
+        :meth:`rebuild` takes them) right after position i.
+
+        :meth:`rebuild` of every kept item, but the runs between the edits are copied as slices:
+        a repair that touches one message of a long history does not walk all of them.
+        """
+        skipped = set(skip)
+        messages, origins = self.messages, self.origins
+        items: list[Item] = []
+        kept: list[int | None] = []
+        runs: list[tuple[int, int, int]] = []  # (old start, old end, new start) of each slice
+        start = 0
+        points = sorted(p for p in skipped.union(inserts) if 0 <= p < len(messages))
+        for point in [*points, len(messages)]:
+            end = min(point if point in skipped else point + 1, len(messages))
+            if end > start:
+                runs.append((start, end, len(items)))
+                items += messages[start:end]
+                kept += range(start, end) if origins is None else origins[start:end]
+            for item, source in inserts.get(point, ()) if point < len(messages) else ():
+                items.append(item)
+                kept.append(None if source is None else self.origin(source))
+            start = point + 1
+        edited = type(self)(items, kept, self.request)
+        self._carry(edited, runs)
+        return edited
+
+    def _carry(self, edited: Self, runs: list[tuple[int, int, int]]) -> None:
+        """Hand what is known of this history on to ``edited`` (items ``[start, end)`` of this
+        one sit from ``new start`` on, in each run); a wire API's history may carry its views
+        instead of computing them anew."""
+
     def entries(self) -> list[tuple[Item, int | None]]:
         """``(item, position)`` pairs, the usual start for :meth:`rebuild`."""
         return [(item, i) for i, item in enumerate(self.messages)]
 
     def without(self, drop: set[int]) -> Self:
         """The same history without the items at the ``drop`` positions."""
-        return self.rebuild((item, i) for i, item in enumerate(self.messages) if i not in drop)
+        return self.edited({}, drop)

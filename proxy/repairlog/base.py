@@ -74,7 +74,9 @@ def iso(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     try:
-        return moment.astimezone(UTC).isoformat(timespec="microseconds")
+        if moment.tzinfo is not UTC:  # a record's own times are UTC already
+            moment = moment.astimezone(UTC)
+        return moment.isoformat(timespec="microseconds")
     except OverflowError as exc:
         raise ValueError(f"{moment!r} is out of range") from exc
 

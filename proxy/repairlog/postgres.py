@@ -26,6 +26,7 @@ from proxy.repairlog.base import (
     empty_stats,
     iso,
 )
+from proxy.repairlog.carry import Sequences, StoredDigests
 from proxy.repairlog.conversation import assign_repeats, repeat_keys
 from proxy.repairlog.payloads import (
     Packer,
@@ -40,18 +41,19 @@ from proxy.repairlog.payloads import (
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import STORED_FIELDS, cutoff_for, record_row, rule_rows
 from proxy.repairlog.sql import (
-    NEVER,
     OLDEST,
+    TRUSTED_FOR,
     Dialect,
     bump_sql,
     collect_sql,
     epoch,
     first_sql,
     get_sql,
+    kept_since,
     migrations,
-    new_payloads,
     page_of,
     page_sql,
+    payload_writes,
     stats_sql,
 )
 
@@ -125,10 +127,9 @@ def _text(value: Any) -> Any:
 Rows = list[tuple[Any, ...]]
 
 
-def _rows(records: Sequence[Record]) -> tuple[Rows, Rows, Rows, dict[bytes, bytes]]:
-    """The rows of a batch's first records, repeats, rules and payloads (off the event loop:
-    packing hashes every item)."""
-    packer = Packer()
+def _rows(records: Sequence[Record], packer: Packer) -> tuple[Rows, Rows, Rows]:
+    """The rows of a batch's first records, repeats and rules, their bodies packed by
+    ``packer`` (off the event loop: packing hashes items)."""
     firsts = [r for r in records if r.repeat_of is None]
     repeats = [r for r in records if r.repeat_of is not None]
 
@@ -136,20 +137,12 @@ def _rows(records: Sequence[Record]) -> tuple[Rows, Rows, Rows, dict[bytes, byte
         return [tuple(map(_text, record_row(r, _ts, bytes.decode, packer))) for r in batch]
 
     rules = [row for r in firsts for row in rule_rows(r, _ts)]
-    return rows(firsts), rows(repeats), rules, packer.blobs
+    return rows(firsts), rows(repeats), rules
 
 
 async def _blobs(conn: psycopg.AsyncConnection[Any], digests: set[bytes]) -> dict[bytes, bytes]:
     cur = await conn.execute(SELECT_BLOBS, [list(digests)])
     return {bytes(digest): read_blob(bytes(body)) for digest, body in await cur.fetchall()}
-
-
-async def _collect(conn: psycopg.AsyncConnection[Any]) -> None:
-    """Delete the payloads no kept record references (after records were deleted)."""
-    cur = await conn.execute(OLDEST.encode())
-    row = await cur.fetchone()
-    kept = NEVER if row is None or row[0] is None else epoch(row[0])
-    await conn.execute(collect_sql(DIALECT).encode(), [kept])
 
 
 class PostgresRepairLog:
@@ -164,6 +157,8 @@ class PostgresRepairLog:
         self.max_size = max_size
         self._pool: Pool | None = None
         self._lock = asyncio.Lock()
+        self._sequences = Sequences()  # one batch at a time (see proxy.repairlog.carry)
+        self._stored = StoredDigests(TRUSTED_FOR)
 
     async def open(self) -> None:
         async with self._connection():
@@ -186,18 +181,22 @@ class PostgresRepairLog:
                 if row is not None:
                     known[key] = row[0]
             bumps = assign_repeats(records, keys, known)
-            firsts, turns, rules, blobs = await asyncio.to_thread(_rows, records)
+            packer = Packer(self._sequences)
+            firsts, turns, rules = await asyncio.to_thread(_rows, records, packer)
             await cur.executemany(INSERT, firsts)
             await cur.executemany(INSERT_TURN, turns)
             await cur.executemany(INSERT_RULE, rules)
-            await cur.execute(LAST_USED, [list(blobs)])
+            referenced = packer.referenced()
+            fresh = self._stored.fresh(referenced, latest)
+            await cur.execute(LAST_USED, [[d for d in referenced if d not in fresh]])
             stored = {bytes(d): used for d, used in await cur.fetchall()}
-            payloads, stale = await asyncio.to_thread(new_payloads, blobs, stored, latest)
-            await cur.executemany(INSERT_PAYLOAD, payloads)
-            if stale:
-                await cur.execute(TOUCH, [latest, stale])
+            writes = await asyncio.to_thread(payload_writes, packer, {**stored, **fresh}, latest)
+            await cur.executemany(INSERT_PAYLOAD, writes.rows)
+            if writes.stale:
+                await cur.execute(TOUCH, [latest, writes.stale])
             for first, (count, seen) in bumps.items():
                 await cur.execute(bump_sql(DIALECT).encode(), [count, seen, seen, first])
+        self._stored.update(writes.used)  # committed
 
     async def get(self, record_id: str) -> dict[str, Any] | None:
         async with self._connection() as conn, conn.transaction():
@@ -249,7 +248,7 @@ class PostgresRepairLog:
             cur = await conn.execute("DELETE FROM turns WHERE created_at < %s", [before])
             deleted += cur.rowcount
             if deleted:
-                await _collect(conn)
+                await self._collect(conn)
             return deleted
 
     async def prune(self, retention_days: float, max_records: int) -> int:
@@ -272,9 +271,17 @@ class PostgresRepairLog:
                         )
                         gone += cur.rowcount
                     if gone:
-                        await _collect(conn)
+                        await self._collect(conn)
                 deleted += gone
         return deleted
+
+    async def _collect(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Delete the payloads no kept record references (after records were deleted)."""
+        self._stored.clear()
+        cur = await conn.execute(OLDEST.encode())
+        row = await cur.fetchone()
+        kept = kept_since(None if row is None else row[0])
+        await conn.execute(collect_sql(DIALECT).encode(), [kept])
 
     async def ping(self) -> None:
         """On a pooled connection beside the writer's; a table someone keeps locked is reported
@@ -329,6 +336,7 @@ class PostgresRepairLog:
             return self._pool
 
     async def _drop_pool(self) -> None:
+        self._stored.clear()  # the database may not be the one it was
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close(timeout=self.timeout)

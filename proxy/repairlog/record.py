@@ -69,3 +69,7 @@ class Record:
     created_at: datetime = field(default_factory=utcnow)
     #: Bytes of the request bodies it holds, for the writer's memory bound; not stored.
     size: int = field(default=0, repr=False, compare=False)
+    #: The forwarded body's history list and its JSON exactly as sent, when the proxy
+    #: serialised a repaired body: the writer packs the list without serialising it again
+    #: (:func:`~proxy.repairlog.payloads.pack_bodies`); not stored.
+    listed: tuple[Any, bytes] | None = field(default=None, repr=False, compare=False)

@@ -35,6 +35,8 @@ def record_row(
             **({"findings": record.findings} if record.repeat_of is not None else {}),
         },
         packer,
+        record.conversation,
+        record.listed,
     )
 
     return (

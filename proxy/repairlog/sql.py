@@ -21,7 +21,8 @@ from proxy.repairlog.base import (
     RecordQuery,
     encode_cursor,
 )
-from proxy.repairlog.payloads import stored_blob
+from proxy.repairlog.payloads import Packer, stored_blob
+from proxy.repairlog.record import utcnow
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,15 +118,6 @@ def bump_sql(d: Dialect) -> str:
     )
 
 
-def blobs_sql(d: Dialect, count: int) -> str:
-    """The payloads of ``count`` digests."""
-    return f"SELECT digest, body FROM payloads WHERE digest IN ({', '.join([d.ph] * count)})"
-
-
-#: The oldest kept record's time when no record is kept: every payload can go.
-NEVER = 2**62
-
-
 #: The time of the oldest record or turn kept (NULL when there is none).
 OLDEST = (
     "SELECT min(m) FROM (SELECT min(created_at) AS m FROM records"
@@ -143,14 +135,37 @@ def epoch(moment: datetime) -> int:
 LAST_USED_SLACK = 3600
 
 
-def new_payloads(
-    blobs: dict[bytes, bytes], stored: dict[bytes, int], now: int
-) -> tuple[list[tuple[bytes, int, bytes]], list[bytes]]:
-    """The payload rows to insert (not stored yet, compressed) and the stored digests whose
-    ``last_used`` is stale (older than ``now`` by more than :data:`LAST_USED_SLACK`)."""
-    rows = [(d, now, stored_blob(data)) for d, data in blobs.items() if d not in stored]
+#: How long a writer trusts a digest it stored, from its ``last_used``, without asking
+#: (:class:`~proxy.repairlog.carry.StoredDigests`): half the slack, room for clocks that disagree.
+TRUSTED_FOR = LAST_USED_SLACK // 2
+
+
+def kept_since(oldest: datetime | None) -> int:
+    """Collection's reference time (Unix seconds): the oldest kept record's, never later than
+    now. Payloads used within :data:`LAST_USED_SLACK` before it stay, so one used within the
+    slack of now is never collected, by whichever process collects: what lets a writer trust
+    a digest it stored a moment ago. With no record kept, payloads unused for the slack go."""
+    now = epoch(utcnow())
+    return now if oldest is None else min(epoch(oldest), now)
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadWrites:
+    """What a batch writes to ``payloads``, and what its writer learns once it committed."""
+
+    rows: list[tuple[bytes, int, bytes]]  # (digest, last_used, stored blob) to insert
+    stale: list[bytes]  # stored digests whose ``last_used`` is to be set to the batch's time
+    used: dict[bytes, int]  # every referenced digest and its ``last_used`` after the batch
+
+
+def payload_writes(packer: Packer, stored: dict[bytes, int], now: int) -> PayloadWrites:
+    """The payloads ``packer``'s bodies reference that are not ``stored`` yet (compressed), and
+    the stored ones whose ``last_used`` is stale (older than ``now`` by more than
+    :data:`LAST_USED_SLACK`)."""
+    rows = [(d, now, stored_blob(packer.payload(d))) for d in packer.referenced() - stored.keys()]
     stale = [d for d, used in stored.items() if used < now - LAST_USED_SLACK]
-    return rows, stale
+    used = {**stored, **dict.fromkeys(stale, now), **{row[0]: now for row in rows}}
+    return PayloadWrites(rows, stale, used)
 
 
 def collect_sql(d: Dialect) -> str:

@@ -30,6 +30,7 @@ from proxy.repairlog.base import (
     empty_stats,
     iso,
 )
+from proxy.repairlog.carry import Sequences, StoredDigests
 from proxy.repairlog.conversation import assign_repeats, repeat_keys
 from proxy.repairlog.payloads import (
     Packer,
@@ -44,21 +45,21 @@ from proxy.repairlog.payloads import (
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import STORED_FIELDS, cutoff_for, record_row, rule_rows
 from proxy.repairlog.sql import (
-    NEVER,
     OLDEST,
+    TRUSTED_FOR,
     Dialect,
-    blobs_sql,
     bump_sql,
     collect_sql,
     epoch,
     first_sql,
     get_sql,
-    new_payloads,
+    kept_since,
     page_of,
     page_sql,
+    payload_writes,
     stats_sql,
 )
-from proxy.repairlog.sqlite_conn import Handle, transaction
+from proxy.repairlog.sqlite_conn import Handle, insert_many, select_in, transaction
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -68,31 +69,10 @@ INSERT = f"INSERT OR IGNORE INTO records ({', '.join(STORED_FIELDS)}) VALUES "
 INSERT_TURN = f"INSERT OR IGNORE INTO turns ({', '.join(STORED_FIELDS)}) VALUES "
 INSERT_RULE = "INSERT OR IGNORE INTO record_rules VALUES "
 INSERT_PAYLOAD = "INSERT OR IGNORE INTO payloads (digest, last_used, body) VALUES "
-#: Bound parameters per statement: SQLite's historic minimum limit (SQLITE_MAX_VARIABLE_NUMBER).
-MAX_VARIABLES = 999
 JSON_COLUMNS = frozenset({"rules", "findings", "received", "forwarded", "attempts"})
 #: How long a readiness ping waits for the database's write lock: a database locked longer is
 #: reported ("database is locked"), not waited on (``/readyz`` itself gives up after 2 s).
 PING_BUSY_TIMEOUT = 0.25
-
-
-def _insert_many(
-    conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, ...]], end: str = ""
-) -> None:
-    """Insert ``rows`` with a few multi-row statements rather than one statement per row.
-
-    Each statement releases and takes back the GIL: while the event loop keeps the GIL busy
-    (a proxy under load), every take-back waits up to the switch interval (5 ms), which made
-    ``executemany`` write ~50 records a second where this writes hundreds.
-    """
-    if not rows:
-        return
-    width = len(rows[0])
-    per_statement = MAX_VARIABLES // width
-    for start in range(0, len(rows), per_statement):
-        chunk = rows[start : start + per_statement]
-        values = ", ".join(["(" + ", ".join("?" * width) + ")"] * len(chunk))
-        conn.execute(insert + values + end, [value for row in chunk for value in row])
 
 
 def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
@@ -109,24 +89,14 @@ def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
 
 
 def _blobs(conn: sqlite3.Connection, digests: set[bytes]) -> dict[bytes, bytes]:
-    found: dict[bytes, bytes] = {}
-    ordered = list(digests)
-    for start in range(0, len(ordered), MAX_VARIABLES):
-        part = ordered[start : start + MAX_VARIABLES]
-        for digest, body in conn.execute(blobs_sql(DIALECT, len(part)), part):
-            found[digest] = read_blob(body)
-    return found
+    sql = "SELECT digest, body FROM payloads WHERE digest IN "
+    return {digest: read_blob(body) for digest, body in select_in(conn, sql, list(digests))}
 
 
 def _last_used(conn: sqlite3.Connection, digests: list[bytes]) -> dict[bytes, int]:
     """The stored digests among ``digests``, with their ``last_used``."""
-    found: dict[bytes, int] = {}
-    for start in range(0, len(digests), MAX_VARIABLES):
-        part = digests[start : start + MAX_VARIABLES]
-        marks = ", ".join("?" * len(part))
-        sql = f"SELECT digest, last_used FROM payloads WHERE digest IN ({marks})"
-        found.update(conn.execute(sql, part).fetchall())
-    return found
+    sql = "SELECT digest, last_used FROM payloads WHERE digest IN "
+    return dict(select_in(conn, sql, digests))
 
 
 class SQLiteRepairLog:
@@ -139,6 +109,9 @@ class SQLiteRepairLog:
         self._write_handle = Handle(self.path, writer=True)
         self._read_handles: list[Handle] = []
         self._local = threading.local()
+        self._sequences = Sequences()  # the writer thread's (see proxy.repairlog.carry)
+        self._stored = StoredDigests(TRUSTED_FOR)
+        self._stored_in: sqlite3.Connection | None = None  # the connection it was learnt on
 
     async def open(self) -> None:
         if self._writer is None:
@@ -198,6 +171,9 @@ class SQLiteRepairLog:
 
     def _write_sync(self, records: list[Record]) -> None:
         conn = self._write_handle.get()
+        if conn is not self._stored_in:  # a file opened anew may not hold what the old held
+            self._stored.clear()
+            self._stored_in = conn
         with transaction(conn):
             keys = repeat_keys(records)
             known = {}
@@ -206,24 +182,23 @@ class SQLiteRepairLog:
                 if row is not None:
                     known[key] = row[0]
             bumps = assign_repeats(records, keys, known)
-            packer = Packer()
+            packer = Packer(self._sequences)
             firsts = [r for r in records if r.repeat_of is None]
             repeats = [r for r in records if r.repeat_of is not None]
             latest = epoch(max(r.created_at for r in records))
-            _insert_many(conn, INSERT, [record_row(r, iso, bytes, packer) for r in firsts])
-            _insert_many(conn, INSERT_TURN, [record_row(r, iso, bytes, packer) for r in repeats])
-            _insert_many(conn, INSERT_RULE, [row for r in firsts for row in rule_rows(r, iso)])
-            stored = _last_used(conn, list(packer.blobs))
-            payloads, stale = new_payloads(packer.blobs, stored, latest)
-            _insert_many(conn, INSERT_PAYLOAD, payloads)
-            for start in range(0, len(stale), MAX_VARIABLES - 1):
-                part = stale[start : start + MAX_VARIABLES - 1]
-                marks = ", ".join("?" * len(part))
-                conn.execute(
-                    f"UPDATE payloads SET last_used = ? WHERE digest IN ({marks})", [latest, *part]
-                )
+            insert_many(conn, INSERT, [record_row(r, iso, bytes, packer) for r in firsts])
+            insert_many(conn, INSERT_TURN, [record_row(r, iso, bytes, packer) for r in repeats])
+            insert_many(conn, INSERT_RULE, [row for r in firsts for row in rule_rows(r, iso)])
+            referenced = packer.referenced()
+            fresh = self._stored.fresh(referenced, latest)
+            stored = _last_used(conn, [d for d in referenced if d not in fresh])
+            writes = payload_writes(packer, {**stored, **fresh}, latest)
+            insert_many(conn, INSERT_PAYLOAD, writes.rows)
+            touch = "UPDATE payloads SET last_used = ? WHERE digest IN "
+            select_in(conn, touch, writes.stale, [latest])
             for first, (count, seen) in bumps.items():
                 conn.execute(bump_sql(DIALECT), [count, iso(seen), iso(seen), first])
+        self._stored.update(writes.used)  # committed
 
     def _delete_sync(self, where: str, params: list[Any]) -> int:
         """Delete the records ``where`` names, then the payloads no kept record references."""
@@ -234,8 +209,9 @@ class SQLiteRepairLog:
             deleted = conn.execute(f"DELETE FROM records WHERE {where}", params).rowcount
             deleted += conn.execute(f"DELETE FROM turns WHERE {where}", params).rowcount
             if deleted:
+                self._stored.clear()
                 oldest = conn.execute(OLDEST).fetchone()[0]
-                kept = NEVER if oldest is None else epoch(datetime.fromisoformat(oldest))
+                kept = kept_since(None if oldest is None else datetime.fromisoformat(oldest))
                 conn.execute(collect_sql(DIALECT), [kept])
             return deleted
 

@@ -147,11 +147,9 @@ class Index:
     """
 
     def __init__(self, messages: list[Message]) -> None:
-        self.messages = messages
-        tool: list[Message] = []
-        assistant: list[Message] = []
-        user: list[Message] = []
-        other: defaultdict[str, list[Message]] = defaultdict(list)
+        assistant: list[int] = []
+        user: list[int] = []
+        other: defaultdict[str, list[int]] = defaultdict(list)
         tools: list[int] = []
         callers: list[int] = []
         odd: list[int] = []
@@ -161,26 +159,50 @@ class Index:
         for i, message in enumerate(messages):
             role = message["role"]
             if role == "tool":
-                tool.append(message)
                 tools.append(i)
             else:
                 if role == "assistant":
-                    assistant.append(message)
+                    assistant.append(i)
                 elif role == "user":
-                    user.append(message)
+                    user.append(i)
                 else:
-                    other[role].append(message)
+                    other[role].append(i)
                 if "tool_calls" in message:
                     callers.append(i)
             content = message.get("content")
             if type(content) is not str or not content:
                 odd.append(i)
-        groups = {"tool": tool, "assistant": assistant, "user": user, **other}
-        self.by_role: Mapping[str, list[Message]] = {r: g for r, g in groups.items() if g}
-        self.roles = frozenset(self.by_role)
-        self.tools = tools
+        self._set(messages, {"tool": tools, "assistant": assistant, "user": user, **other})
         self.callers = callers
         self.odd_content = odd
+
+    def _set(self, messages: list[Message], positions: dict[str, list[int]]) -> None:
+        """The groups by role, from each role's positions (tool, assistant, user, then the
+        others in order of first appearance)."""
+        self.messages = messages
+        #: Where each role's messages are, in order (roles with none left out).
+        self.positions: Mapping[str, list[int]] = {r: p for r, p in positions.items() if p}
+        self.by_role: Mapping[str, Sequence[Message]] = {
+            role: at(messages, where) for role, where in self.positions.items()
+        }
+        self.roles = frozenset(self.by_role)
+        self.tools = positions["tool"]
+
+    @classmethod
+    def of_parts(
+        cls,
+        messages: list[Message],
+        positions: dict[str, list[int]],
+        callers: list[int],
+        odd_content: list[int],
+    ) -> Index:
+        """The index whose pass over ``messages`` would have found these positions (a history
+        edited from an indexed one: :mod:`proxy.core.chat.splice`)."""
+        index = cls.__new__(cls)
+        index._set(messages, positions)
+        index.callers = callers
+        index.odd_content = odd_content
+        return index
 
     @cached
     def keys(self) -> Mapping[str, frozenset[str]]:
@@ -241,6 +263,20 @@ class History(CopyOnWrite):
         if self._index is None:
             self._index = build_index(self.messages)
         return self._index
+
+    @property
+    def built_index(self) -> Index | None:
+        """The index if it was built (:attr:`index` builds it)."""
+        return self._index
+
+    def seed_index(self, index: Index) -> None:
+        """Use ``index``, carried over by an edit, instead of building one."""
+        self._index = index
+
+    def _carry(self, edited: History, runs: list[tuple[int, int, int]]) -> None:
+        from proxy.core.chat.splice import carry  # it builds on this module
+
+        carry(self, edited, runs)
 
     @property
     def tool_free(self) -> bool:

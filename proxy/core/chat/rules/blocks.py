@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import add, itemgetter
 from typing import Any
 
-from proxy.core.chat.messages import History, Message, call_id
+from proxy.core.chat.messages import History, Message
 from proxy.core.chat.rules import views
 
 _TOOL_CALL_ID = itemgetter("tool_call_id")
@@ -150,36 +150,72 @@ def analyse(history: History) -> Pairing:
 
 
 def _analyse(history: History) -> Pairing:
-    messages = history.messages
+    # One loop over the callers, one over the tool messages, the helpers of this module inlined
+    # (calls_of, call_id, result_id, block_end): it runs on every history that is not well
+    # paired, on every turn of a conversation that broke once (issue 23).
     pairing = Pairing()
-    owner: dict[int, int] = {}  # tool position -> position of the block it sits in
-    for c in history.index.callers:
-        calls = calls_of(messages[c])
-        if calls is None:
-            continue
-        for j, call in enumerate(calls):
-            cid = call_id(call)
-            if cid is not None:
-                pairing.calls.setdefault(cid, []).append((c, j))
-                pairing.capacity[c, cid] = pairing.capacity.get((c, cid), 0) + 1
-        for t in range(c + 1, block_end(messages, c) + 1):
-            owner[t] = c
+    openers = _calls_into(pairing, history)
+    messages = history.messages
     # In-block results first: a result elsewhere only takes a call its own block left open.
+    capacity, answered, results = pairing.capacity, pairing.answered, pairing.results
     elsewhere = []
+    block: int | None = None
+    previous = -2
     for t in history.index.tools:
-        rid = result_id(messages[t])
-        block = owner.get(t)
-        if rid is not None and block is not None and (block, rid) in pairing.capacity:
+        if t != previous + 1:  # a new run of tool messages: its block is the message before it
+            block = t - 1 if t - 1 in openers else None
+        previous = t
+        rid = messages[t].get("tool_call_id")
+        if type(rid) is not str or not rid:
+            rid = None
+        elif block is not None and (block, rid) in capacity:
             key = (block, rid)
-            pairing.answered[key] = pairing.answered.get(key, 0) + 1
-            pairing.results.setdefault(key, []).append(t)
-        else:
-            elsewhere.append((t, rid))
+            if key in results:
+                answered[key] += 1
+                results[key].append(t)
+            else:
+                answered[key] = 1
+                results[key] = [t]
+            continue
+        elsewhere.append((t, rid))
     for t, rid in elsewhere:
         _bind(pairing, messages, t, rid)
-    for positions in pairing.results.values():
+    for positions in results.values():
         positions.sort()
     return pairing
+
+
+def _calls_into(pairing: Pairing, history: History) -> set[int]:
+    """Fill ``pairing.calls`` and ``pairing.capacity``; the positions of the messages that
+    open a call block."""
+    index, facts = history.index, views.call_facts(history)
+    if facts is not None and len(set(facts.ids)) == len(facts.ids):
+        # Every call well formed, every id its own: the same maps, built in C.
+        counts = list(map(len, index.call_lists))
+        owners = list(chain.from_iterable(map(repeat, index.callers, counts)))
+        sites = zip(owners, chain.from_iterable(map(range, counts)), strict=True)
+        pairing.calls.update(zip(facts.ids, map(list, zip(sites, strict=True)), strict=True))
+        pairing.capacity.update(dict.fromkeys(zip(owners, facts.ids, strict=True), 1))
+        return set(compress(index.callers, counts))
+    messages = history.messages
+    calls_by_id, capacity = pairing.calls, pairing.capacity
+    openers = set()
+    for c in history.index.callers:
+        message = messages[c]
+        calls = message["tool_calls"]
+        if type(calls) is not list or not calls or message["role"] != "assistant":
+            continue
+        openers.add(c)
+        for j, call in enumerate(calls):
+            cid = call.get("id") if type(call) is dict else None
+            if type(cid) is str and cid:
+                if cid in calls_by_id:
+                    calls_by_id[cid].append((c, j))
+                else:
+                    calls_by_id[cid] = [(c, j)]
+                key = (c, cid)
+                capacity[key] = capacity.get(key, 0) + 1
+    return openers
 
 
 def _bind(pairing: Pairing, messages: list[Message], t: int, rid: str | None) -> None:

@@ -142,7 +142,7 @@ def _no_null_problem(history: History, null_ok: frozenset[str], missing_ok: froz
     if None not in views.odd_contents(history):
         return True
     if "caller" in null_ok and "caller" in missing_ok:
-        return views.odd_only_on_call_turns(history)
+        return views.nulls_only_on_call_turns(history)
     return False
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from heapq import merge
 
 from proxy.core.chat.messages import History, call_id, stable_id
+from proxy.core.chat.rules import views
 from proxy.core.chat.rules.blocks import calls_of, result_id, well_paired
 from proxy.core.chat.rules.rebuild import rebind
 from proxy.core.rule import Hit, Params, rule
@@ -36,7 +37,7 @@ def duplicate_tool_call_id(history: History, params: Params) -> list[Hit]:
     preceding call with that id not answered yet (the first such call when one message holds
     several).
     """
-    if well_paired(history):
+    if well_paired(history) or _unique(history):
         return []
     messages = history.messages
     hits = []
@@ -58,6 +59,13 @@ def duplicate_tool_call_id(history: History, params: Params) -> list[Hit]:
                 hits.append(Hit(i, f".tool_calls[{j}].id", detail, data=(j, cid)))
             open_calls.append(i)
     return hits
+
+
+def _unique(history: History) -> bool:
+    """Whether every call has a string id no other call has (then none is ever open twice):
+    the usual broken history, whose break is elsewhere, skips the walk over its calls."""
+    ids = views.string_ids(history)
+    return ids is not None and len(set(ids)) == len(ids)
 
 
 def _calls(history: History) -> list[tuple[int, int, str]]:

@@ -92,6 +92,8 @@ def duplicate_tool_result(history: History, params: Params) -> list[Hit]:
     if well_paired(history):
         return []
     pairing = analyse(history)
+    if max(map(len, pairing.results.values()), default=0) <= 1:
+        return []  # one result per call at most (every call's capacity is at least one)
     keep_first = params.get("repair") == "keep_first"
     hits: list[Hit] = []
     for key, positions in pairing.results.items():

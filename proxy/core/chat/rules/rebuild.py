@@ -29,12 +29,7 @@ MISSING_TEXT = "No result was recorded for this tool call."
 
 def insert_after(history: History, inserts: dict[int, Entries], skip: set[int]) -> History:
     """Rebuild without the ``skip`` positions, adding ``inserts[i]`` right after position i."""
-    entries: Entries = []
-    for i, message in enumerate(history.messages):
-        if i not in skip:
-            entries.append((message, i))
-        entries.extend(inserts.get(i, ()))
-    return history.rebuild(entries)
+    return history.edited(inserts, skip)
 
 
 def tool_runs(history: History, hits: Sequence[Hit]) -> dict[int, list[int]]:

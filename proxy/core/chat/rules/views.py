@@ -206,3 +206,17 @@ def odd_only_on_call_turns(history: History) -> bool:
     """
     index = history.index
     return index.odd_content == index.callers and index.regular and [] not in index.call_lists
+
+
+def nulls_only_on_call_turns(history: History) -> bool:
+    """Whether every null or missing content is on an assistant message making calls (the
+    odd messages may include others, with ``""`` or parts: an assistant turn that lost its
+    calls keeps its ``""``, and the upstream's null rules have nothing to say about it)."""
+    index = history.index
+    if odd_only_on_call_turns(history):
+        return True
+    if not index.regular or [] in index.call_lists:
+        return False
+    odd = zip(index.odd_content, odd_contents(history), strict=True)
+    nulls = [p for p, content in odd if content is None]
+    return set(index.callers).issuperset(nulls)

@@ -1,0 +1,140 @@
+"""Carrying a history's views through an edit, so a repair does not pay for a second analysis.
+
+A pairing repair (``insert_after``: salvage an orphan result, move a misplaced one, synthesize a
+missing one) changes one or two messages of a long history, and the rules after it, and the
+fixpoint's next pass, then look at the new history: the one-pass :class:`Index` and the call
+facts (:func:`~proxy.core.chat.rules.views.call_facts`) were computed again from scratch, a walk
+over every message and every call, half the cost of a clean check (issue 23).
+
+:meth:`~proxy.core.history.CopyOnWrite.edited` builds the new history from runs of the old one,
+copied as slices, and the items it inserts. The index of the new one is the old one's positions,
+run by run, shifted (found by bisection, shifted in C), plus what the inserted items are; the
+call facts carry over whole when every message that makes calls kept its place in a run (their
+ids and arguments are the same lists, only the positions their results belong at shift). Both
+are what a fresh pass would find, exactly: :data:`CHECK` (set by the test suite) makes every
+edit compare them with one.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import Any
+
+from proxy.core.chat.messages import History, Index, Message
+from proxy.core.chat.rules.views import CallFacts
+
+#: (old start, old end, new start): the old items ``[start, end)`` sit from ``new start`` on.
+Run = tuple[int, int, int]
+
+#: Compare every carried view with a fresh computation (the test suite sets it).
+CHECK = False
+
+#: The lazily computed views of an index that depend only on its callers (carried when the
+#: callers are the same messages, in the same order).
+_CALLER_VIEWS = ("caller_messages", "call_lists", "regular", "calls")
+
+
+def carry(old: History, new: History, runs: Sequence[Run]) -> None:
+    """Give ``new`` (``old`` edited as ``runs`` say) the index and call facts ``old`` has."""
+    index = old.built_index
+    if index is None:
+        return
+    spliced = _index(index, new.messages, runs)
+    same_callers = _callers_kept(index.callers, spliced.callers, runs)
+    if same_callers:
+        for name in _CALLER_VIEWS:
+            if name in index.__dict__:
+                spliced.__dict__[name] = index.__dict__[name]
+    new.seed_index(spliced)
+    known, facts = old.memoized("call_facts")
+    if same_callers and known:
+        new.seed("call_facts", None if facts is None else _facts(facts, index, runs))
+    if CHECK:
+        _check(new)
+
+
+def _shifted(positions: list[int], start: int, end: int, shift: int) -> list[int]:
+    """The positions in ``[start, end)``, moved by ``shift``."""
+    part = positions[bisect_left(positions, start) : bisect_left(positions, end)]
+    return [p + shift for p in part] if shift else part
+
+
+def _index(index: Index, messages: list[Message], runs: Sequence[Run]) -> Index:
+    positions: dict[str, list[int]] = {"tool": [], "assistant": [], "user": []}
+    callers: list[int] = []
+    odd: list[int] = []
+    filled = 0  # new positions before this are placed
+
+    def inserted(upto: int) -> None:
+        for q in range(filled, upto):
+            message = messages[q]
+            role = message["role"]
+            positions.setdefault(role, []).append(q)
+            if role != "tool" and "tool_calls" in message:
+                callers.append(q)
+            content = message.get("content")
+            if type(content) is not str or not content:
+                odd.append(q)
+
+    for start, end, at in runs:
+        inserted(at)
+        shift = at - start
+        for role, where in index.positions.items():
+            positions.setdefault(role, []).extend(_shifted(where, start, end, shift))
+        callers += _shifted(index.callers, start, end, shift)
+        odd += _shifted(index.odd_content, start, end, shift)
+        filled = at + end - start
+    inserted(len(messages))
+    usual = {role: positions.pop(role) for role in ("tool", "assistant", "user")}
+    others = sorted((r for r, p in positions.items() if p), key=lambda r: positions[r][0])
+    return Index.of_parts(messages, {**usual, **{r: positions[r] for r in others}}, callers, odd)
+
+
+def _callers_kept(old: list[int], new: list[int], runs: Sequence[Run]) -> bool:
+    """Whether the new history's callers are the old ones, each in a run (so, the same message
+    objects in the same order)."""
+    if len(old) != len(new):
+        return False
+    return sum(len(_shifted(old, start, end, 0)) for start, end, _ in runs) == len(old)
+
+
+def _facts(facts: CallFacts, index: Index, runs: Sequence[Run]) -> CallFacts:
+    """The call facts once the callers moved as ``runs`` say: the spots where their results
+    belong move with them."""
+    counts = list(accumulate(map(len, index.call_lists), initial=0))  # calls before caller k
+    spots: list[int] = []
+    for start, end, at in runs:
+        first = bisect_left(index.callers, start)
+        last = bisect_left(index.callers, end)
+        spots += _shifted_all(facts.spots[counts[first] : counts[last]], at - start)
+    return CallFacts(facts.ids, spots, facts.arguments, facts.string_arguments, facts.plain)
+
+
+def _shifted_all(positions: list[int], shift: int) -> list[int]:
+    return [p + shift for p in positions] if shift else positions
+
+
+def _check(new: History) -> None:
+    """Fail loudly when a carried view differs from what a fresh pass finds."""
+    from proxy.core.chat.rules.views import _call_facts
+
+    fresh = History(new.messages, new.origins, new.request)
+    carried, index = new.index, fresh.index
+    got = (carried.positions, carried.callers, carried.odd_content, carried.roles)
+    want = (index.positions, index.callers, index.odd_content, index.roles)
+    assert got == want, f"carried index {got} != fresh {want}"
+    assert list(carried.positions) == list(index.positions), "role order differs"
+    for role, group in carried.by_role.items():
+        assert list(group) == list(index.by_role[role]), f"by_role[{role!r}] differs"
+    for name in _CALLER_VIEWS:
+        if name in carried.__dict__:
+            assert _same(carried.__dict__[name], getattr(index, name)), f"{name} differs"
+    known, facts = new.memoized("call_facts")
+    if known:
+        assert facts == _call_facts(fresh), "carried call facts differ"
+
+
+def _same(a: Any, b: Any) -> bool:
+    return list(a) == list(b) if isinstance(a, Sequence) else bool(a == b)

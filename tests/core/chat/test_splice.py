@@ -1,0 +1,82 @@
+"""A history edited by slices is the history rebuilt item by item, and its carried views are the
+ones a fresh pass finds (issue 23: a repair does not pay for a second analysis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.core.chat import splice
+from proxy.core.chat.messages import History
+from proxy.core.chat.rules import views
+from tests.factories import broken_histories, histories
+
+Message = dict[str, Any]
+
+
+def _reference(history: History, inserts: dict[int, list[Any]], skip: set[int]) -> History:
+    """The rebuild every repair used before slices: item by item."""
+    entries = []
+    for i, message in enumerate(history.messages):
+        if i not in skip:
+            entries.append((message, i))
+        entries.extend(inserts.get(i, ()))
+    return history.rebuild(entries)
+
+
+@st.composite
+def edits(draw: st.DrawFn) -> tuple[History, dict[int, list[Any]], set[int]]:
+    messages = draw(st.one_of(histories(), broken_histories("openai")))
+    history = History(messages)
+    positions = st.integers(0, len(messages) - 1)
+    skip = draw(st.sets(positions, max_size=3))
+    new = st.sampled_from(
+        [
+            {"role": "user", "content": "salvaged"},
+            {"role": "tool", "tool_call_id": "call_x", "content": "moved"},
+            {"role": "assistant", "content": None, "tool_calls": []},
+            {"role": "system", "content": ""},
+        ]
+    )
+    inserts: dict[int, list[Any]] = {}
+    for at in draw(st.sets(positions, max_size=3)):
+        moved = draw(st.sampled_from(sorted(skip) or [None]))
+        item = messages[moved] if moved is not None else draw(new)
+        inserts[at] = [(item, moved)]
+    return history, inserts, skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(edits(), st.booleans())
+def test_an_edit_is_the_item_by_item_rebuild_and_carries_fresh_views(
+    edit: tuple[History, dict[int, list[Any]], set[int]], analysed: bool
+) -> None:
+    history, inserts, skip = edit
+    if analysed:  # what the rules before the repair computed
+        views.call_facts(history)
+        history.index.regular  # noqa: B018 (a cached view)
+    edited = history.edited(inserts, skip)
+    expected = _reference(history, inserts, skip)
+    assert edited.messages == expected.messages
+    assert all(a is b for a, b in zip(edited.messages, expected.messages, strict=True))
+    assert [edited.origin(i) for i in range(len(edited))] == [
+        expected.origin(i) for i in range(len(expected))
+    ]
+    assert splice.CHECK  # the suite's conftest: the carried views were compared with fresh ones
+    if analysed:
+        assert edited.built_index is not None  # carried, not to be built again
+
+
+def test_the_check_catches_a_wrong_carry(monkeypatch: Any) -> None:
+    monkeypatch.setattr(splice, "_shifted", lambda positions, start, end, shift: [])
+    history = History(
+        [{"role": "user", "content": "a"}, {"role": "tool", "tool_call_id": "x", "content": "b"}]
+    )
+    history.index  # noqa: B018
+    try:
+        history.edited({}, {1})
+    except AssertionError:
+        return
+    raise AssertionError("a carried index that differs from a fresh one went unnoticed")

@@ -1,0 +1,117 @@
+"""What a writer remembers between turns (issue 23): it changes how much work a turn costs,
+never what is stored. A list packed against its conversation's previous turn gives the digests,
+skeleton and payloads a fresh packing gives; a digest is trusted as stored only while collection
+cannot have taken it."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.repairlog.carry import Packed, Sequences, StoredDigests, shared_prefix
+from proxy.repairlog.payloads import CHUNK, Packer, pack_bodies, unpack_bodies
+from proxy.repairlog.sql import LAST_USED_SLACK, TRUSTED_FOR, kept_since
+from proxy.repairlog.sqlite_conn import statement_sizes
+
+
+def _turns(count: int) -> list[list[dict[str, Any]]]:
+    history: list[dict[str, Any]] = [{"role": "system", "content": "agent"}]
+    out = []
+    for n in range(count):
+        history = [*history, {"role": "user", "content": f"step {n} " + "x" * 200}]
+        history = [*history, {"role": "assistant", "content": f"done {n}", "n": n}]
+        out.append(copy.deepcopy(history))  # each turn parsed anew, as a request is
+    return out
+
+
+def _packed(items: list[Any]) -> Packed:
+    packer = Packer(Sequences())
+    packer.body({"messages": items}, conversation="c")
+    stored = packer._memory.get(("c", "messages"))  # type: ignore[union-attr]
+    assert stored is not None
+    return stored
+
+
+def test_a_turn_packed_against_the_last_is_what_a_fresh_packing_gives() -> None:
+    memory = Sequences()
+    for items in _turns(3 * CHUNK):
+        carried, fresh = Packer(memory), Packer()
+        body = {"model": "m", "messages": items}
+        assert carried.body(body, conversation="c") == fresh.body(body)
+        assert carried.referenced() == fresh.referenced()
+        for digest in fresh.referenced():
+            assert carried.payload(digest) == fresh.payload(digest)
+    assert len(memory) == 1
+
+
+def test_only_identical_bytes_are_shared() -> None:
+    items = [{"role": "user", "content": "a", "n": 1}, {"role": "assistant", "content": "b"}]
+    before = _packed(items)
+    assert shared_prefix(before, orjson.dumps([*items, {"role": "user"}])) == 2
+    reordered = [{"n": 1, "role": "user", "content": "a"}, items[1]]  # equal as dicts, not bytes
+    assert reordered[0] == items[0]
+    assert shared_prefix(before, orjson.dumps(reordered)) == 0
+    truer = [{"role": "user", "content": "a", "n": True}, items[1]]  # 1 == True in Python
+    assert shared_prefix(before, orjson.dumps(truer)) == 0
+    assert shared_prefix(before, orjson.dumps([items[0], {"role": "assistant"}])) == 1
+    numbers = _packed([1, 2])
+    assert shared_prefix(numbers, orjson.dumps([1, 23])) == 1  # "2" is a prefix of "23"
+
+
+def test_the_memory_is_bounded_by_bytes() -> None:
+    memory = Sequences(max_bytes=1000)
+    for n in range(10):
+        packer = Packer(memory)
+        packer.body({"messages": [{"content": "y" * 300}]}, conversation=f"c{n}")
+    assert memory.bytes <= 1000
+    assert len(memory) == 3
+
+
+def test_received_is_packed_against_the_forwarded_json_it_was_sent_as() -> None:
+    received = {"model": "m", "messages": [{"role": "user", "content": str(n)} for n in range(40)]}
+    forwarded = {**received, "messages": received["messages"][:2] + received["messages"][3:]}
+    items = forwarded["messages"]
+    listed = (items, orjson.dumps(items))
+    packer = Packer(Sequences())
+    row = pack_bodies(
+        {"received": received, "forwarded": forwarded}, packer, conversation="c", listed=listed
+    )
+    row["findings"] = []
+    assert "p" in row["received"]["messages"]["$seq"]  # the patch: forwarded is the whole one
+    blobs = {d: packer.payload(d) for d in packer.referenced()}
+    unpack_bodies(row, blobs)
+    assert orjson.dumps(row["received"]) == orjson.dumps(received)
+    assert orjson.dumps(row["forwarded"]) == orjson.dumps(forwarded)
+
+
+def test_a_digest_is_trusted_only_while_collection_cannot_take_it() -> None:
+    stored = StoredDigests(TRUSTED_FOR, limit=4)
+    now = 1_000_000
+    stored.update({b"a": now, b"b": now - TRUSTED_FOR - 1})
+    assert stored.fresh([b"a", b"b", b"c"], now) == {b"a": now}
+    assert TRUSTED_FOR < LAST_USED_SLACK  # what is trusted is never older than the slack
+    stored.update({bytes([n]): now for n in range(10)})
+    assert len(stored) <= 4
+    stored.clear()
+    assert stored.fresh([b"a"], now) == {}
+
+
+def test_collection_never_takes_what_was_used_within_the_slack_of_now() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    assert kept_since(None) >= int(now.timestamp())  # no record kept: now, not "everything"
+    assert kept_since(now + timedelta(days=1)) <= int(now.timestamp()) + 1
+    assert kept_since(now - timedelta(days=1)) == int((now - timedelta(days=1)).timestamp())
+
+
+@pytest.mark.parametrize("count", [0, 1, 7, 32, 33, 100, 999, 1500])
+def test_statements_come_in_few_shapes(count: int) -> None:
+    sizes = list(statement_sizes(count, 33))
+    assert sum(sizes) == count
+    assert all(s == 33 or s & (s - 1) == 0 for s in sizes)  # the most, or a power of two
+    tail = [s for s in sizes if s != 33]
+    assert len(set(tail)) == len(tail)  # each power of two once: a handful of texts in all
