@@ -2,7 +2,8 @@
 
 Agents send the whole history on every turn, so a conversation whose history broke once sends the
 same items, a few more each turn, for the rest of its life. Stored whole, the log grew with
-turns x history (63x the final body for 60 turns). Here a body is *packed* into a skeleton:
+turns x history (63x the final body for 60 turns). Here a body is *packed* into a skeleton
+(:mod:`~proxy.repairlog.packing` writes them; this module is the format, and reads them):
 
 - every top-level list (``messages``, ``input``, ``tools``, an Anthropic ``system`` block list)
   becomes a sequence of item digests, cut at fixed positions into chunks of :data:`CHUNK`
@@ -27,13 +28,9 @@ import base64
 import hashlib
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from operator import is_
 from typing import Any
 
 import orjson
-
-from proxy.repairlog.carry import Packed, Sequences, shared_prefix
 
 #: Item digests per stored chunk of a sequence.
 CHUNK = 16
@@ -44,12 +41,12 @@ _SEQ, _VALUE, _RAW, _BODY = "$seq", "$v", "$raw", "$body"
 _MARKERS = frozenset({_SEQ, _VALUE, _RAW, _BODY})
 
 
-def _digest(data: bytes) -> bytes:
+def digest_of(data: bytes) -> bytes:
     # No domain separation is needed: equal bytes are equal content, whatever they stand for.
     return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
 
 
-def _names(digests: list[bytes]) -> str:
+def names(digests: list[bytes]) -> str:
     """Digests as one string (base64 of their concatenation): compact in a JSON skeleton."""
     return base64.b64encode(b"".join(digests)).decode()
 
@@ -58,206 +55,7 @@ def _split(names: str) -> list[bytes]:
     return _chunk_digests(base64.b64decode(names))
 
 
-@dataclass(frozen=True, slots=True)
-class Listed:
-    """A top-level list as packed: its items and their digests (a ``base`` for patches)."""
-
-    items: list[Any]
-    digests: list[bytes]
-
-
-class Packer:
-    """Packs bodies; :meth:`referenced` names what they reference, :meth:`payload` gives it.
-
-    With a :class:`~proxy.repairlog.carry.Sequences` memory, a received list is compared with
-    the one its conversation's previous turn held, and only its new items are hashed."""
-
-    def __init__(self, memory: Sequences | None = None) -> None:
-        #: Payloads hashed here (digest -> JSON bytes).
-        self.blobs: dict[bytes, bytes] = {}
-        #: The lists of the body packed last without a base, by key (a ``base`` for the next).
-        self.sequences: dict[str, Listed] = {}
-        #: Lists whose leading items a conversation's previous turn hashed: (list, how many).
-        self._carried: list[tuple[Packed, int]] = []
-        #: Digests of the item objects hashed so far, by identity (the object is kept so its id
-        #: stays its own): a retried body shares its repaired items with the forwarded one.
-        self._known: dict[int, tuple[Any, bytes]] = {}
-        self._memory = memory
-
-    def referenced(self) -> set[bytes]:
-        """Every payload digest the bodies packed so far reference."""
-        found = set(self.blobs)
-        for packed, count in self._carried:
-            found.update(packed.digests[:count])
-        return found
-
-    def payload(self, digest: bytes) -> bytes:
-        """The JSON bytes of a referenced payload (a carried item's read from its list: asked
-        only for what the database lacks)."""
-        found = self.blobs.get(digest)
-        if found is not None:
-            return found
-        for packed, count in self._carried:
-            try:
-                return packed.item(packed.digests.index(digest, 0, count))
-            except ValueError:
-                continue
-        raise KeyError(digest)
-
-    def body(
-        self,
-        body: Any,
-        base: Mapping[str, Listed] | None = None,
-        conversation: str | None = None,
-        listed: tuple[Any, bytes] | None = None,
-    ) -> Any:
-        """The skeleton of one request body (any JSON value).
-
-        With ``base`` (another body's lists, :attr:`sequences` after packing it), a list under
-        the same key is stored as a patch against that list: what both share at the start and
-        at the end, and the digests in between. A forwarded body differs from the received one
-        by a repair or two and shares every other item object with it, so its sequence costs
-        a few bytes and hashes only what the repair made. With ``conversation`` (and a
-        memory), a list is compared with the one that conversation's previous turn held under
-        the same key (:mod:`~proxy.repairlog.carry`); ``listed`` is a list of the body and its
-        JSON, when the caller has it (not serialised again).
-        """
-        if not isinstance(body, dict) or (len(body) == 1 and _BODY in body):
-            return {_BODY: self.value(body)}
-        if base is not None:
-            return {key: self._against(value, base.get(key)) for key, value in body.items()}
-        self.sequences = {}
-        carry = conversation if self._memory is not None else None
-        return {key: self._top(key, value, carry, listed) for key, value in body.items()}
-
-    def _top(
-        self, key: str, value: Any, conversation: str | None, listed: tuple[Any, bytes] | None
-    ) -> Any:
-        if not (isinstance(value, list) and value):
-            return self.value(value)
-        if conversation is None:
-            digests = self._items(value)
-            sequence, _ = self._sequence(digests)
-        else:
-            data = listed[1] if listed is not None and listed[0] is value else None
-            digests, sequence = self._carried_sequence((conversation, key), value, data)
-        self.sequences[key] = Listed(value, digests)
-        return {_SEQ: sequence}
-
-    def _against(self, value: Any, base: Listed | None) -> Any:
-        """A top-level value of a body packed against a base (a list becomes a patch)."""
-        if not (isinstance(value, list) and value):
-            return self.value(value)
-        if base is None:
-            return {_SEQ: self._sequence(self._items(value))[0]}
-        return {_SEQ: self._patched(value, base)}
-
-    def value(self, value: Any) -> Any:
-        """One value, stored by digest unless it is small (then inline)."""
-        data = orjson.dumps(value)
-        if len(data) < MIN_BLOB:
-            return _escaped(value)
-        digest = _digest(data)
-        self.blobs[digest] = data
-        return {_VALUE: _names([digest])}
-
-    def _items(self, items: list[Any]) -> list[bytes]:
-        digests = []
-        known = self._known
-        for item in items:
-            seen = known.get(id(item))
-            if seen is None:
-                data = orjson.dumps(item)
-                digest = _digest(data)
-                self.blobs[digest] = data
-                if isinstance(item, dict | list):  # immutable: shared only as the same object
-                    known[id(item)] = (item, digest)
-            else:
-                digest = seen[1]
-            digests.append(digest)
-        return digests
-
-    def _patched(self, items: list[Any], base: Listed) -> dict[str, Any]:
-        """``items`` as a patch against ``base``: the items at either end that are ``base``'s
-        own item objects (the repair left them alone) are shared without hashing them."""
-        old = base.items
-        head = _same_objects(items, old)
-        tail = _same_objects(items[head:][::-1], old[head:][::-1])
-        middle = self._items(items[head : len(items) - tail])
-        return _patch(base.digests, middle, head, tail)
-
-    def _carried_sequence(
-        self, key: tuple[str, str], items: list[Any], data: bytes | None = None
-    ) -> tuple[list[bytes], dict[str, str]]:
-        """The digests and sequence of ``items`` (whose JSON is ``data`` when given), reusing
-        those of the prefix it shares, byte for byte, with the list packed last under ``key``
-        (see :mod:`~proxy.repairlog.carry`): only the items after it are hashed, only the
-        chunks after it too."""
-        assert self._memory is not None
-        if data is None:
-            data = orjson.dumps(items)
-        before = self._memory.get(key)
-        shared = 0 if before is None else shared_prefix(before, data)
-        ends: list[int] = []
-        digests: list[bytes] = []
-        chunks: list[bytes] = []
-        if before is not None and shared:
-            ends, digests = before.ends[:shared], before.digests[:shared]
-            chunks = before.chunks[: shared // CHUNK]
-            self._carried.append((before, shared))
-        end = ends[-1] if ends else 0
-        for item in items[shared:]:
-            blob = orjson.dumps(item)
-            digest = _digest(blob)
-            self.blobs[digest] = blob
-            end += 1 + len(blob)  # the delimiter before it, then the item
-            ends.append(end)
-            digests.append(digest)
-        sequence, chunks = self._sequence(digests, chunks)
-        if end + 1 == len(data):  # the list is its items' JSON joined: offsets are exact
-            self._memory.put(key, Packed(data, ends, digests, chunks))
-        return digests, sequence
-
-    def _sequence(
-        self, digests: list[bytes], known: list[bytes] | None = None
-    ) -> tuple[dict[str, str], list[bytes]]:
-        """The sequence of ``digests`` and its chunks' digests (the leading ``known`` ones are
-        not hashed again)."""
-        full = len(digests) - len(digests) % CHUNK
-        chunks = list(known or ())
-        for n, start in enumerate(range(0, full, CHUNK)):
-            data = b"".join(digests[start : start + CHUNK])
-            if n < len(chunks):
-                self.blobs[chunks[n]] = data
-                continue
-            digest = _digest(data)
-            self.blobs[digest] = data
-            chunks.append(digest)
-        return {"c": _names(chunks), "t": _names(digests[full:])}, chunks
-
-
-def _same_objects(items: list[Any], old: list[Any]) -> int:
-    """How many leading items of ``items`` are the very objects of ``old`` (compared in C)."""
-    same = list(map(is_, items, old))
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
-
-
-def _patch(base: list[bytes], middle: list[bytes], head: int, tail: int) -> dict[str, Any]:
-    """``base[:head] + middle + base[len(base) - tail:]`` as ``{"p": [head, tail], "t":
-    middle}``, ``head`` and ``tail`` grown over whatever ``middle`` shares with ``base``."""
-    first, last = 0, len(middle)
-    end = len(base) - tail  # base[head:end] is what middle replaces
-    while first < last and head < end and middle[first] == base[head]:
-        first, head = first + 1, head + 1
-    while first < last and head < end and middle[last - 1] == base[end - 1]:
-        last, end = last - 1, end - 1
-    return {"p": [head, len(base) - end], "t": _names(middle[first:last])}
-
-
-def _escaped(value: Any) -> Any:
+def escaped(value: Any) -> Any:
     if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _MARKERS:
         return {_RAW: value}
     return value
@@ -361,47 +159,6 @@ def _resolve(
 BODY_FIELDS = ("received", "forwarded")
 
 
-def pack_bodies(
-    row: dict[str, Any],
-    packer: Packer,
-    conversation: str | None = None,
-    listed: tuple[Any, bytes] | None = None,
-) -> dict[str, Any]:
-    """``row``'s bodies packed: one whole (against its ``conversation``'s previous turn), the
-    other and each attempt's ``forwarded`` as patches against it; ``findings``, when given, as
-    one value (a repeat's findings are its first record's, stored once).
-
-    The whole one is ``received``, unless ``listed`` (see :attr:`Record.listed`) holds a list of
-    ``forwarded``: its JSON is at hand, so ``forwarded`` is packed whole and ``received`` as
-    the patch (:func:`unpack_bodies` tells which from the skeletons).
-    """
-    out = dict(row)
-    if out.get("findings") is not None:
-        out["findings"] = packer.value(out["findings"])
-    whole, patched = "received", "forwarded"
-    if listed is not None and _holds(out.get("forwarded"), listed[0]):
-        whole, patched = patched, whole
-    base: dict[str, Listed] | None = None
-    if out.get(whole) is not None:
-        out[whole] = packer.body(out[whole], conversation=conversation, listed=listed)
-        base = packer.sequences
-    if out.get(patched) is not None:
-        out[patched] = packer.body(out[patched], base)
-    if out.get("attempts"):
-        out["attempts"] = [_packed_attempt(a, packer, base) for a in out["attempts"]]
-    return out
-
-
-def _holds(body: Any, items: Any) -> bool:
-    return isinstance(body, dict) and any(value is items for value in body.values())
-
-
-def _packed_attempt(attempt: Any, packer: Packer, base: dict[str, Listed] | None) -> Any:
-    if not isinstance(attempt, dict) or attempt.get("forwarded") is None:
-        return attempt
-    return {**attempt, "forwarded": packer.body(attempt["forwarded"], base)}
-
-
 def skeletons(row: Mapping[str, Any]) -> list[Any]:
     """The packed bodies of a stored row."""
     found = [row[name] for name in BODY_FIELDS if row.get(name) is not None]
@@ -430,7 +187,8 @@ def unpack_findings(rows: Iterable[dict[str, Any]], blobs: Mapping[bytes, bytes]
 
 
 def unpack_bodies(row: dict[str, Any], blobs: Mapping[bytes, bytes]) -> None:
-    """Put ``row``'s bodies back together in place (the inverse of :func:`pack_bodies`)."""
+    """Put ``row``'s bodies back together in place (the inverse of
+    :func:`~proxy.repairlog.packing.pack_bodies`)."""
     unpack_findings([row], blobs)
     whole, patched = "received", "forwarded"
     if _is_patch(row.get("received")):

@@ -8,7 +8,7 @@ from typing import Any
 
 from proxy.repairlog.base import ALL_FIELDS, dumps, rule_counts
 from proxy.repairlog.conversation import finding_key
-from proxy.repairlog.payloads import Packer, pack_bodies
+from proxy.repairlog.packing import Packer, pack_bodies
 from proxy.repairlog.record import Record, utcnow
 
 #: The columns a backend writes: every field of a record, then the finding key (what a repeat

@@ -21,7 +21,8 @@ from proxy.repairlog.base import (
     RecordQuery,
     encode_cursor,
 )
-from proxy.repairlog.payloads import Packer, stored_blob
+from proxy.repairlog.packing import Packer
+from proxy.repairlog.payloads import stored_blob
 from proxy.repairlog.record import utcnow
 
 

@@ -32,8 +32,8 @@ from proxy.repairlog.base import (
 )
 from proxy.repairlog.carry import Sequences, StoredDigests
 from proxy.repairlog.conversation import assign_repeats, repeat_keys
+from proxy.repairlog.packing import Packer
 from proxy.repairlog.payloads import (
-    Packer,
     chunk_refs,
     findings_refs,
     leaf_refs,

@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from proxy.repairlog.carry import Packed, Sequences, StoredDigests, shared_prefix
-from proxy.repairlog.payloads import CHUNK, Packer, pack_bodies, unpack_bodies
+from proxy.repairlog.packing import Packer, pack_bodies
+from proxy.repairlog.payloads import CHUNK, unpack_bodies
 from proxy.repairlog.sql import LAST_USED_SLACK, TRUSTED_FOR, kept_since
 from proxy.repairlog.sqlite_conn import statement_sizes
 

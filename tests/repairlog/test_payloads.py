@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from proxy.repairlog import Record, RecordQuery, RepairLog
-from proxy.repairlog.payloads import CHUNK, Packer, chunk_refs, leaf_refs, pack_bodies, unpack
+from proxy.repairlog.packing import Packer, pack_bodies
+from proxy.repairlog.payloads import CHUNK, chunk_refs, leaf_refs, unpack
 from tests.repairlog.records import T0
 
 pytestmark = pytest.mark.anyio
