@@ -41,7 +41,7 @@ from proxy.api import limits
 from proxy.api.counters import Counters
 from proxy.api.guard import Guard
 from proxy.api.headers import ClientHeaders, own_headers
-from proxy.api.learned import LearnedStrips
+from proxy.api.learned import LearnedStrips, client_digests
 from proxy.api.noapi import explained
 from proxy.api.retry import Retry
 from proxy.api.scrub import scrubbed
@@ -88,7 +88,8 @@ class ProxyEndpoint:
             for name, u in settings.upstreams.items()
             if (key := settings.secret(u.api_key_env))
         }
-        self.client_keys = frozenset(key.encode() for key in settings.client_keys())
+        #: The configured client keys, each with its reporter name (a digest, never the key).
+        self.client_keys = client_digests(settings.client_keys())
         self.relay: Relay | None = None
         self.writer: RecordWriter | None = None
 
@@ -136,8 +137,10 @@ class ProxyEndpoint:
             return
         scheme, _, token = (state.auth or b"").partition(b" ")
         if scheme.lower() == b"bearer" and token.strip() in self.client_keys:
+            state.client = self.client_keys[token.strip()]
             return
         if wire.key_header == "x-api-key" and state.api_key in self.client_keys:
+            state.client = self.client_keys[state.api_key]
             state.api_key = None  # the proxy's key: not the upstream's
             return
         where = "'Authorization: Bearer <key>'"

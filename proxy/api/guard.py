@@ -14,7 +14,7 @@ import orjson
 
 from proxy.api import limits
 from proxy.api.counters import Counters
-from proxy.api.learned import LearnedStrips, client_digests, client_of
+from proxy.api.learned import LearnedStrips
 from proxy.api.state import RequestState
 from proxy.api.units import WireApi
 from proxy.core.history import MalformedHistory
@@ -41,7 +41,6 @@ class Guard:
     ) -> None:
         self.server = settings.server
         self.learned = learned
-        self.clients = client_digests(settings.client_keys())
         self.router = router
         self.counters = counters
         self.policies = {
@@ -105,8 +104,7 @@ class Guard:
         """``body`` without the fields ``upstream`` refused before for this model."""
         if self.learned is None or not self.learned.active:
             return body
-        client = client_of(state.auth, self.clients)
-        stripped, findings = self.learned.strip(upstream, state.log.model, body, client)
+        stripped, findings = self.learned.strip(upstream, state.log.model, body, state.client)
         state.extra_findings.extend(f.as_dict() for f in findings)
         return stripped
 

@@ -36,7 +36,7 @@ import dataclasses
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -213,14 +213,6 @@ class LearnedStrips:
 def client_digests(keys: Iterable[str]) -> dict[bytes, str]:
     """Each configured client key's reporter name: a digest of it, never the key itself."""
     return {key.encode(): "client:" + _digest(key.encode()) for key in keys}
-
-
-def client_of(auth: bytes | None, clients: Mapping[bytes, str]) -> str | None:
-    """The reporter name of the client key in ``auth`` (None without client keys)."""
-    if not clients or auth is None:
-        return None
-    scheme, _, token = auth.partition(b" ")
-    return clients.get(token.strip()) if scheme.lower() == b"bearer" else None
 
 
 def body_reporter(body: Any) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from proxy.api.counters import Counters
 from proxy.api.guard import dumps, mode_of
-from proxy.api.learned import LearnedStrips, body_reporter, client_digests, client_of
+from proxy.api.learned import LearnedStrips, body_reporter
 from proxy.api.replay import Replayed, read_head
 from proxy.api.state import RequestState
 from proxy.core.retry import plan_retry
@@ -33,7 +33,6 @@ class Retry:
         self, settings: Settings, counters: Counters, learned: LearnedStrips | None = None
     ) -> None:
         self.learned = learned
-        self.clients = client_digests(settings.client_keys())
         self.enabled = {name: _retries(settings, name) for name in settings.upstreams}
         self.limit = settings.repair_log.max_error_body_bytes
         self.counters = counters
@@ -66,7 +65,7 @@ class Retry:
             return replayed, None
         await response.aclose()
         if plan.learned is not None and self.learned is not None:
-            reporter = client_of(state.auth, self.clients) or body_reporter(attempt.forwarded)
+            reporter = state.client or body_reporter(attempt.forwarded)
             self.learned.learn(upstream, state.log.model, plan.learned, text, reporter=reporter)
         state.retrying(plan.rule, [f.as_dict() for f in plan.findings], plan.body)
         self.counters.retries(upstream, plan.rule).inc()

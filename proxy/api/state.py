@@ -47,6 +47,7 @@ class RequestState:
         "attempts",
         "auth",
         "body_size",
+        "client",
         "data",
         "ending",
         "extra_findings",
@@ -71,6 +72,8 @@ class RequestState:
         self.send = send
         self.auth: bytes | None = None
         self.api_key: bytes | None = None  # the client's x-api-key (Anthropic clients' key)
+        #: The reporter name of the client key the request came with (client keys configured).
+        self.client: str | None = None
         self.mode: bytes | None = None
         self.mode_ignored = False  # a mode header the config does not allow
         self.upstream_header: bytes | None = None
@@ -290,5 +293,6 @@ class RequestState:
             attempts=[a.as_dict() for a in self.attempts] if retried else None,
             id=self.record_id or new_record_id(),
             listed=self.listed,
+            owner=self.client,
             size=self.body_size + sum(len(a.error or "") for a in self.attempts),
         )

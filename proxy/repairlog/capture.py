@@ -54,7 +54,8 @@ def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
 
     return dataclasses.replace(
         record,
-        conversation=record.conversation or conversation_key(record.path, record.received),
+        conversation=record.conversation
+        or conversation_key(record.path, record.received, (record.upstream, record.owner)),
         received=transform(_without_secrets(record.received)),
         forwarded=None
         if record.forwarded is None

@@ -32,13 +32,16 @@ def _hex(*parts: Any) -> str:
     return hashlib.blake2b(orjson.dumps(parts), digest_size=8).hexdigest()
 
 
-def conversation_key(path: str, body: Any) -> str | None:
+def conversation_key(path: str, body: Any, scope: tuple[Any, ...] = ()) -> str | None:
     """A stable key for the conversation ``body`` belongs to, or None when there is none.
 
     The client's own conversation id where the API has one (Responses' ``conversation``, the
     session in an Anthropic ``metadata.user_id`` as Claude Code sends it); otherwise the
     history's stable start: the system text (``system``/``instructions``) and the items up to
     and including the first user turn. Later turns only add items, so the start stays the same.
+    Within ``scope`` (the upstream, and the client key that sent it when client keys are
+    configured): the body is the client's to write, so a client that copies another's start or
+    ids gets a conversation of its own, not turns counted on the other's.
     """
     if not isinstance(body, dict):
         return None
@@ -46,11 +49,11 @@ def conversation_key(path: str, body: Any) -> str | None:
     if isinstance(conversation, dict):
         conversation = conversation.get("id")
     if isinstance(conversation, str) and conversation:
-        return _hex("conversation", path, conversation)
+        return _hex("conversation", path, scope, conversation)
     metadata = body.get("metadata")
     user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
     if isinstance(user_id, str) and "session" in user_id:
-        return _hex("session", path, user_id)
+        return _hex("session", path, scope, user_id)
     history = body.get("messages", body.get("input"))
     if not isinstance(history, list) or not history:
         return None
@@ -59,7 +62,7 @@ def conversation_key(path: str, body: Any) -> str | None:
         start.append(item)
         if isinstance(item, dict) and item.get("role") == "user":
             break
-    return _hex("start", path, body.get("system"), body.get("instructions"), start)
+    return _hex("start", path, scope, body.get("system"), body.get("instructions"), start)
 
 
 def client_product(user_agent: bytes | None) -> str | None:

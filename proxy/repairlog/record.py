@@ -73,3 +73,6 @@ class Record:
     #: serialised a repaired body: the writer packs the list without serialising it again
     #: (:func:`~proxy.repairlog.payloads.pack_bodies`); not stored.
     listed: tuple[Any, bytes] | None = field(default=None, repr=False, compare=False)
+    #: Which client key sent it (its digest; client keys configured): conversations are told
+    #: apart by it, so no client can count its turns on another's conversation; not stored.
+    owner: str | None = field(default=None, repr=False, compare=False)
