@@ -1,7 +1,8 @@
 """``/repairs``: inspect the repair log (admin; see :mod:`proxy.api.auth`).
 
 - ``GET /repairs``: summaries, newest first, filtered, cursor-paginated.
-- ``GET /repairs/stats``: counts by outcome, rule, upstream and upstream error kind.
+- ``GET /repairs/stats``: counts by outcome, rule, upstream, upstream error kind and ending,
+  and the repeats counted apart.
 - ``GET /repairs/{record_id}``: the full record and a diff of received vs forwarded messages.
 - ``DELETE /repairs?before=``: delete older records; returns how many.
 
@@ -146,6 +147,8 @@ class Stats(BaseModel):
     by_rule: dict[str, int] = Field(description="records in which each rule fired")
     by_upstream: dict[str, int]
     by_error_kind: dict[str, int] = Field(description="upstream 4xx answers by classified kind")
+    by_ending: dict[str, int] = Field(description="how the answers ended (complete, cut, ...)")
+    repeats: int = Field(description="later turns counted on their conversation's first record")
 
 
 class Deleted(BaseModel):

@@ -220,6 +220,8 @@ def empty_stats(since: datetime | None) -> dict[str, Any]:
         "by_rule": {},
         "by_upstream": {},
         "by_error_kind": {},
+        "by_ending": {},
+        "repeats": 0,
     }
 
 

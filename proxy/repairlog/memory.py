@@ -94,6 +94,9 @@ class MemoryRepairLog:
             _bump(stats["by_rule"], item["rules"])
             if item["upstream_error_kind"] is not None:
                 _bump(stats["by_error_kind"], [item["upstream_error_kind"]])
+            if item["ending"] is not None:
+                _bump(stats["by_ending"], [item["ending"]])
+        stats["repeats"] = sum(1 for item in self._turns.values() if item["created_at"] >= floor)
         return stats
 
     async def delete(self, before: datetime) -> int:

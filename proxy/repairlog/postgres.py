@@ -239,6 +239,7 @@ class PostgresRepairLog:
                 cur = await conn.execute(sql.encode(), params)
                 stats[group] = {key: count for key, count in await cur.fetchall()}
         stats["total"] = sum(stats["by_outcome"].values())
+        stats["repeats"] = sum(stats["repeats"].values())
         return stats
 
     async def delete(self, before: datetime) -> int:

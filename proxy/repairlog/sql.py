@@ -180,6 +180,7 @@ def stats_sql(d: Dialect, since: datetime | None) -> tuple[list[tuple[str, str]]
     cond = "" if since is None else f"created_at >= {d.ph}"
     where = f" WHERE {cond}" if cond else ""
     kinds = " AND ".join(filter(None, ["upstream_error_kind IS NOT NULL", cond]))
+    endings = " AND ".join(filter(None, ["ending IS NOT NULL", cond]))
     queries = [
         ("by_outcome", f"SELECT outcome, count(*) FROM records{where} GROUP BY outcome"),
         ("by_upstream", f"SELECT upstream, count(*) FROM records{where} GROUP BY upstream"),
@@ -189,6 +190,9 @@ def stats_sql(d: Dialect, since: datetime | None) -> tuple[list[tuple[str, str]]
             f"SELECT upstream_error_kind, count(*) FROM records WHERE {kinds}"
             " GROUP BY upstream_error_kind",
         ),
+        ("by_ending", f"SELECT ending, count(*) FROM records WHERE {endings} GROUP BY ending"),
+        # Repeats live in ``turns``, counted on their first records: how many there were.
+        ("repeats", f"SELECT 'turns', count(*) FROM turns{where}"),
     ]
     return queries, [] if since is None else [d.ts(since)]
 

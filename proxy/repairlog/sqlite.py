@@ -292,6 +292,7 @@ class SQLiteRepairLog:
         for group, sql in queries:
             stats[group] = {key: count for key, count in conn.execute(sql, params)}
         stats["total"] = sum(stats["by_outcome"].values())
+        stats["repeats"] = sum(stats["repeats"].values())
         return stats
 
     # -- dispatch ------------------------------------------------------------------------

@@ -235,6 +235,8 @@ async def test_stats(client: httpx.AsyncClient, records: list[Record]) -> None:
     assert stats["by_upstream"] == {"openai": 20, "deepseek": 20, "gemini": 20}
     assert stats["by_rule"] == {"orphan_tool_result": 40, "missing_tool_result": 20}
     assert stats["by_error_kind"] == {"missing_tool_result": 15}
+    assert sum(stats["by_ending"].values()) == 60  # over HTTP too: the model keeps them
+    assert stats["repeats"] == 0
     assert stats["since"] is None
     later = (await client.get("/repairs/stats", params={"since": "2025-03-01T12:00:57Z"})).json()
     assert later["total"] == 3  # records 57, 58 and 59 (59 shares second 58)

@@ -219,7 +219,7 @@ async def test_naive_and_offset_times_are_utc(log: RepairLog) -> None:
         assert [row["id"] for row in page] == newest_first(records[2:])
 
 
-async def test_stats_count_by_outcome_rule_upstream_and_error_kind(log: RepairLog) -> None:
+async def test_stats_count_by_outcome_rule_upstream_error_kind_and_ending(log: RepairLog) -> None:
     records = mixed_records(12)
     await log.write(records)
     stats = await log.stats(None)
@@ -230,6 +230,8 @@ async def test_stats_count_by_outcome_rule_upstream_and_error_kind(log: RepairLo
         "by_rule": {"orphan_tool_result": 8, "missing_tool_result": 4},
         "by_upstream": {"openai": 4, "deepseek": 4, "gemini": 4},
         "by_error_kind": {"missing_tool_result": 3},
+        "by_ending": {"complete": 8, "upstream_cut": 2, "client_gone": 2},
+        "repeats": 0,
     }
     since = T0 + timedelta(seconds=9)  # records 9, 10, 11 (11 shares second 10)
     later = await log.stats(since)

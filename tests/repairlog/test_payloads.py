@@ -67,6 +67,7 @@ def _turn(n: int, *, broken: bool = True, conversation: str = "c1", topic: str =
         received={"model": "gpt-4o", "messages": history},
         forwarded={"model": "gpt-4o", "messages": history[:2] + history[3:]},
         conversation=conversation,
+        ending="complete",
         created_at=T0 + timedelta(seconds=n),
     )
 
@@ -113,6 +114,10 @@ async def test_repeats_count_on_the_first_record(log: RepairLog) -> None:
         assert got["repeat_of"] == turns[0].id
         assert got["received"] == turn.received  # every turn opens whole
         assert got["forwarded"] == turn.forwarded
+
+    stats = await log.stats(None)  # repeats are counted apart, by how the answers ended
+    assert (stats["total"], stats["repeats"]) == (2, 4)
+    assert stats["by_ending"] == {"complete": 2}
 
     listed, _ = await log.query(RecordQuery())  # one row per broken conversation
     assert {row["id"] for row in listed} == {turns[0].id, other.id}
