@@ -12,7 +12,9 @@ adds, before the app sees anything (so before auth and before any body is read):
   arrived).
 
 The idle time between requests (``timeout_keep_alive``) and the number of connections served at
-once (``limit_concurrency``, 503 beyond) are uvicorn's own settings (:mod:`proxy.server`).
+once (``limit_concurrency``) are uvicorn's own settings (:mod:`proxy.server`); the 503 beyond
+that limit is this proxy's, in the API's own error shape (uvicorn's is plain text, which an SDK
+cannot read).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from proxy.errors import HeadersTooLarge, render
+from proxy.core.wire import wire_for_path
+from proxy.errors import HeadersTooLarge, Overloaded, render
 from proxy.settings import ServerSettings
 
 
@@ -118,6 +122,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self.reading_head and not self.transport.is_closing():
             self.transport.close()
 
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        # uvicorn hands a request past ``limit_concurrency`` to its plain-text 503 app.
+        super()._start_asgi_task(cycle, overloaded if app is service_unavailable else app)
+
     def _refuse(self) -> None:
         """431 and close: the head went past ``self.too_large``."""
         self.reading_head = False
@@ -141,3 +149,15 @@ def guarded_protocol(server: ServerSettings) -> partial[GuardedHttpToolsProtocol
     """The protocol factory uvicorn takes as ``http=`` (a partial pickles: ``--workers``)."""
     limits = HeadLimits(server.max_header_bytes, server.max_headers, server.header_timeout)
     return partial(GuardedHttpToolsProtocol, limits=limits)
+
+
+async def overloaded(scope: Any, receive: Any, send: Any) -> None:
+    """The 503 past ``server.max_connections``, in the error shape of the path's API."""
+    wire = wire_for_path(scope.get("path", ""))
+    message = "This proxy serves as many connections as it is configured for; try again shortly."
+    status, headers, body = render(
+        Overloaded(message), "openai" if wire is None else wire.error_shape
+    )
+    headers = [*headers, (b"connection", b"close"), (b"retry-after", b"1")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

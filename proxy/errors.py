@@ -183,6 +183,14 @@ class RepairLogDown(ProxyError):
     code = "repair_log_unavailable"
 
 
+class Overloaded(ProxyError):
+    """503: more connections open than ``server.max_connections`` (:mod:`proxy.connection`)."""
+
+    status = 503
+    openai_type = "server_error"
+    code = "overloaded"
+
+
 class LearningUnavailable(ProxyError):
     status = 503
     openai_type = "server_error"

@@ -167,7 +167,16 @@ def test_connections_past_the_limit_get_503(address: tuple[str, int]) -> None:
         second.sendall(b"GET /hea")
         with _connect(address) as third:
             third.sendall(request)
-            assert third.recv(65536).startswith(b"HTTP/1.1 503 ")
+            answer = _answer(third)
+            assert answer.startswith(b"HTTP/1.1 503 ")
+            error = orjson.loads(answer.partition(b"\r\n\r\n")[2])["error"]
+            assert error["code"] == "overloaded"  # the OpenAI shape SDKs read, not plain text
+        with _connect(address) as fourth:  # the Messages API's clients get theirs
+            fourth.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: localhost\r\n")
+            fourth.sendall(b"content-length: 2\r\n\r\n{}")
+            answer = _answer(fourth)
+            assert answer.startswith(b"HTTP/1.1 503 ")
+            assert orjson.loads(answer.partition(b"\r\n\r\n")[2])["type"] == "error"
     deadline = time.monotonic() + 5  # the others gone (their close seen), served again
     while _status(address, request) != b"200" and time.monotonic() < deadline:
         time.sleep(0.05)
