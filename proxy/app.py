@@ -56,6 +56,9 @@ class Front:
             return
         refused = self.browser.refusal(scope)  # before the body, before any key
         if refused is not None:
+            # Bounded and quoted: the path is the page's to write.
+            path = repr(scope["path"][:200])
+            LOGGER.warning("refused %s %s: %s", scope["method"], path, refused.code)
             await send_error(send, refused, [], _shape(scope["path"]))
             return
         cors = self.browser.allowed_origin(scope) if self.browser.origins else None

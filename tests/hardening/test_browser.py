@@ -7,6 +7,7 @@ Every attack runs against a real proxy over a socket; the upstream records what 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import httpx
@@ -132,12 +133,19 @@ def test_beyond_loopback_any_host_unless_listed(
     ids=["text-plain", "json", "origin-null", "sec-fetch-cross-site"],
 )
 def test_a_cross_origin_post_is_refused_and_not_forwarded(
-    keyed: Guard, upstream: RawUpstream, http: httpx.Client, headers: dict[str, str]
+    keyed: Guard,
+    upstream: RawUpstream,
+    http: httpx.Client,
+    headers: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    answer = http.post(keyed.v1 + "/chat/completions", content=chat(CLEAN), headers=headers)
+    with caplog.at_level(logging.WARNING, logger="toolcall_guard"):
+        answer = http.post(keyed.v1 + "/chat/completions", content=chat(CLEAN), headers=headers)
     assert answer.status_code == 403
     assert _error(answer) in ("origin_not_allowed", "cross_site_request")
     assert upstream.requests == []
+    # the operator hears of it: one line, the path quoted
+    assert f"refused POST '/v1/chat/completions': {_error(answer)}" in caplog.text
 
 
 def test_a_cross_origin_read_of_the_repair_log_is_refused(keyed: Guard, http: httpx.Client) -> None:
