@@ -23,7 +23,7 @@ from itertools import accumulate
 from typing import Any
 
 from proxy.core.chat.messages import History, Index, Message
-from proxy.core.chat.rules.views import CallFacts
+from proxy.core.chat.rules.views import CallFacts, call_facts
 
 #: (old start, old end, new start): the old items ``[start, end)`` sit from ``new start`` on.
 Run = tuple[int, int, int]
@@ -57,8 +57,11 @@ def carry(old: History, new: History, runs: Sequence[Run]) -> None:
 
 def _shifted(positions: list[int], start: int, end: int, shift: int) -> list[int]:
     """The positions in ``[start, end)``, moved by ``shift``."""
-    part = positions[bisect_left(positions, start) : bisect_left(positions, end)]
-    return [p + shift for p in part] if shift else part
+    return _moved(positions[bisect_left(positions, start) : bisect_left(positions, end)], shift)
+
+
+def _moved(positions: list[int], shift: int) -> list[int]:
+    return [p + shift for p in positions] if shift else positions
 
 
 def _index(index: Index, messages: list[Message], runs: Sequence[Run]) -> Index:
@@ -108,18 +111,12 @@ def _facts(facts: CallFacts, index: Index, runs: Sequence[Run]) -> CallFacts:
     for start, end, at in runs:
         first = bisect_left(index.callers, start)
         last = bisect_left(index.callers, end)
-        spots += _shifted_all(facts.spots[counts[first] : counts[last]], at - start)
+        spots += _moved(facts.spots[counts[first] : counts[last]], at - start)
     return CallFacts(facts.ids, spots, facts.arguments, facts.string_arguments, facts.plain)
-
-
-def _shifted_all(positions: list[int], shift: int) -> list[int]:
-    return [p + shift for p in positions] if shift else positions
 
 
 def _check(new: History) -> None:
     """Fail loudly when a carried view differs from what a fresh pass finds."""
-    from proxy.core.chat.rules.views import _call_facts
-
     fresh = History(new.messages, new.origins, new.request)
     carried, index = new.index, fresh.index
     got = (carried.positions, carried.callers, carried.odd_content, carried.roles)
@@ -133,7 +130,7 @@ def _check(new: History) -> None:
             assert _same(carried.__dict__[name], getattr(index, name)), f"{name} differs"
     known, facts = new.memoized("call_facts")
     if known:
-        assert facts == _call_facts(fresh), "carried call facts differ"
+        assert facts == call_facts(fresh), "carried call facts differ"
 
 
 def _same(a: Any, b: Any) -> bool:
