@@ -40,6 +40,9 @@ class Packer:
         self.sequences: dict[str, Listed] = {}
         #: Lists whose leading items a conversation's previous turn hashed: (list, how many).
         self._carried: list[tuple[Packed, int]] = []
+        #: Sequences whose leading chunks were hashed before: (digests, chunk digests, how
+        #: many); a chunk's bytes are joined only if the database asks for them.
+        self._carried_chunks: list[tuple[list[bytes], list[bytes], int]] = []
         #: Digests of the item objects hashed so far, by identity (the object is kept so its id
         #: stays its own): a retried body shares its repaired items with the forwarded one.
         self._known: dict[int, tuple[Any, bytes]] = {}
@@ -50,6 +53,8 @@ class Packer:
         found = set(self.blobs)
         for packed, count in self._carried:
             found.update(packed.digests[:count])
+        for _, chunks, count in self._carried_chunks:
+            found.update(chunks[:count])
         return found
 
     def payload(self, digest: bytes) -> bytes:
@@ -63,6 +68,12 @@ class Packer:
                 return packed.item(packed.digests.index(digest, 0, count))
             except ValueError:
                 continue
+        for digests, chunks, count in self._carried_chunks:
+            try:
+                start = chunks.index(digest, 0, count) * CHUNK
+            except ValueError:
+                continue
+            return b"".join(digests[start : start + CHUNK])
         raise KeyError(digest)
 
     def body(
@@ -186,11 +197,10 @@ class Packer:
         not hashed again)."""
         full = len(digests) - len(digests) % CHUNK
         chunks = list(known or ())
-        for n, start in enumerate(range(0, full, CHUNK)):
+        if chunks:
+            self._carried_chunks.append((digests, chunks, len(chunks)))
+        for start in range(len(chunks) * CHUNK, full, CHUNK):
             data = b"".join(digests[start : start + CHUNK])
-            if n < len(chunks):
-                self.blobs[chunks[n]] = data
-                continue
             digest = digest_of(data)
             self.blobs[digest] = data
             chunks.append(digest)

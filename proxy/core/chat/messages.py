@@ -176,14 +176,21 @@ class Index:
         self.callers = callers
         self.odd_content = odd
 
-    def _set(self, messages: list[Message], positions: dict[str, list[int]]) -> None:
+    def _set(
+        self, messages: list[Message], positions: dict[str, list[int]], kept: Index | None = None
+    ) -> None:
         """The groups by role, from each role's positions (tool, assistant, user, then the
-        others in order of first appearance)."""
+        others in order of first appearance); a group whose positions are ``kept``'s very list
+        is ``kept``'s group (an edit left those messages alone)."""
         self.messages = messages
         #: Where each role's messages are, in order (roles with none left out).
         self.positions: Mapping[str, list[int]] = {r: p for r, p in positions.items() if p}
+        old = kept.positions if kept is not None else {}
         self.by_role: Mapping[str, Sequence[Message]] = {
-            role: at(messages, where) for role, where in self.positions.items()
+            role: kept.by_role[role]
+            if kept is not None and old.get(role) is where
+            else at(messages, where)
+            for role, where in self.positions.items()
         }
         self.roles = frozenset(self.by_role)
         self.tools = positions["tool"]
@@ -195,11 +202,13 @@ class Index:
         positions: dict[str, list[int]],
         callers: list[int],
         odd_content: list[int],
+        kept: Index | None = None,
     ) -> Index:
         """The index whose pass over ``messages`` would have found these positions (a history
-        edited from an indexed one: :mod:`proxy.core.chat.splice`)."""
+        edited from an indexed one: :mod:`proxy.core.chat.splice`); groups whose positions are
+        the very lists of ``kept`` share its messages."""
         index = cls.__new__(cls)
-        index._set(messages, positions)
+        index._set(messages, positions, kept)
         index.callers = callers
         index.odd_content = odd_content
         return index

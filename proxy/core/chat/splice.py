@@ -17,7 +17,7 @@ edit compare them with one.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
@@ -41,18 +41,90 @@ def carry(old: History, new: History, runs: Sequence[Run]) -> None:
     index = old.built_index
     if index is None:
         return
-    spliced = _index(index, new.messages, runs)
+    replaced = _replaced(runs, len(old.messages), len(new.messages))
+    if replaced is None:
+        spliced = _index(index, new.messages, runs)
+    else:
+        spliced = _index_in_place(index, new.messages, replaced)
     same_callers = _callers_kept(index.callers, spliced.callers, runs)
     if same_callers:
         for name in _CALLER_VIEWS:
             if name in index.__dict__:
                 spliced.__dict__[name] = index.__dict__[name]
+    if "keys" in index.__dict__:
+        spliced.__dict__["keys"] = _keys(index, spliced)
     new.seed_index(spliced)
     known, facts = old.memoized("call_facts")
     if same_callers and known:
-        new.seed("call_facts", None if facts is None else _facts(facts, index, runs))
+        if facts is not None and replaced is None:
+            facts = _facts(facts, index, runs)
+        new.seed("call_facts", facts)  # in place: the callers and their spots did not move
     if CHECK:
         _check(new)
+
+
+def _replaced(runs: Sequence[Run], before: int, after: int) -> list[int] | None:
+    """The positions an edit replaced when it kept every other item where it was (salvaging
+    an orphan result of its own run: a tool message turned user message), else None."""
+    if before != after or any(start != at for start, _, at in runs):
+        return None
+    replaced: list[int] = []
+    done = 0
+    for start, end, _ in runs:
+        replaced += range(done, start)
+        done = end
+    replaced += range(done, after)
+    return replaced
+
+
+def _index_in_place(index: Index, messages: list[Message], replaced: list[int]) -> Index:
+    """The index once the items at ``replaced`` were swapped for others: every group that
+    neither held one nor takes one is the old group itself (and its messages, the same)."""
+    gone = set(replaced)
+    taken: dict[str, list[int]] = {}
+    callers, odd = [], []
+    for q in replaced:
+        message = messages[q]
+        role = message["role"]
+        taken.setdefault(role, []).append(q)
+        if role != "tool" and "tool_calls" in message:
+            callers.append(q)
+        content = message.get("content")
+        if type(content) is not str or not content:
+            odd.append(q)
+    positions = {
+        role: _swapped(index.positions.get(role, []), gone, taken.get(role, []))
+        for role in ("tool", "assistant", "user")
+    }
+    others = {r for r in (*index.positions, *taken) if r not in positions}
+    grouped = {r: _swapped(index.positions.get(r, []), gone, taken.get(r, [])) for r in others}
+    for role in sorted((r for r in grouped if grouped[r]), key=lambda r: grouped[r][0]):
+        positions[role] = grouped[role]
+    callers = _swapped(index.callers, gone, callers)
+    odd = _swapped(index.odd_content, gone, odd)
+    return Index.of_parts(messages, positions, callers, odd, index)
+
+
+def _swapped(where: list[int], gone: set[int], taken: list[int]) -> list[int]:
+    """``where`` without the positions in ``gone``, with those in ``taken`` (sorted, a subset of
+    ``gone``): ``where`` itself when neither changes it."""
+    held = [i for q in gone if (i := bisect_left(where, q)) < len(where) and where[i] == q]
+    if not taken and not held:
+        return where
+    kept = list(where)
+    for i in sorted(held, reverse=True):
+        del kept[i]
+    for q in taken:
+        insort(kept, q)
+    return kept
+
+
+def _keys(old: Index, new: Index) -> dict[str, frozenset[str]]:
+    """The union of the message keys per role: the old one for every group kept whole."""
+    return {
+        role: old.keys[role] if group is old.by_role.get(role) else frozenset().union(*group)
+        for role, group in new.by_role.items()
+    }
 
 
 def _shifted(positions: list[int], start: int, end: int, shift: int) -> list[int]:
@@ -121,6 +193,8 @@ def _check(new: History) -> None:
     carried, index = new.index, fresh.index
     got = (carried.positions, carried.callers, carried.odd_content, carried.roles)
     want = (index.positions, index.callers, index.odd_content, index.roles)
+    if "keys" in carried.__dict__:
+        assert carried.keys == index.keys, "carried keys differ"
     assert got == want, f"carried index {got} != fresh {want}"
     assert list(carried.positions) == list(index.positions), "role order differs"
     for role, group in carried.by_role.items():

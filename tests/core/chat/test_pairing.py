@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from proxy.core.chat.messages import History
 from proxy.core.chat.rules import pairing, sequence
-from proxy.core.chat.rules.blocks import well_paired
+from proxy.core.chat.rules.blocks import analyse, well_paired
 from proxy.core.policy import apply_policy, build_policy
+from tests import factories
 from tests.core.chat.test_seeds import assert_well_paired
 
 OURS = (*pairing.RULES, *sequence.RULES)
@@ -103,3 +104,106 @@ def test_verdict_is_per_history() -> None:
     for _ in range(2):
         assert well_paired(History(clean))
         assert not well_paired(History(broken))
+
+
+def _reference_calls(messages: list[dict[str, Any]]) -> tuple[Any, Any, set[int]]:
+    calls: dict[str, list[tuple[int, int]]] = {}
+    capacity: dict[tuple[int, str], int] = {}
+    openers = set()
+    for c, message in enumerate(messages):
+        made = message.get("tool_calls")
+        if message["role"] != "assistant" or type(made) is not list or not made:
+            continue
+        openers.add(c)
+        for j, call in enumerate(made):
+            cid = call.get("id") if type(call) is dict else None
+            if type(cid) is str and cid:
+                calls.setdefault(cid, []).append((c, j))
+                capacity[(c, cid)] = capacity.get((c, cid), 0) + 1
+    return calls, capacity, openers
+
+
+def _reference_pairing(history: History) -> dict[str, Any]:
+    """The binding as the one loop over every call and every tool message made it before the
+    fast paths (issue 23): the specification :func:`blocks.analyse` must keep."""
+    messages = history.messages
+    calls, capacity, openers = _reference_calls(messages)
+    results: dict[tuple[int, str], list[int]] = {}
+    answered: dict[tuple[int, str], int] = {}
+    misplaced, orphans, elsewhere = [], [], []
+    block = None
+    for t, message in enumerate(messages):
+        if message["role"] != "tool":
+            continue
+        if t == 0 or messages[t - 1]["role"] != "tool":
+            block = t - 1 if t - 1 in openers else None
+        rid = message.get("tool_call_id")
+        if type(rid) is not str or not rid:
+            rid = None
+        elif block is not None and (block, rid) in capacity:
+            results.setdefault((block, rid), []).append(t)
+            answered[(block, rid)] = answered.get((block, rid), 0) + 1
+            continue
+        elsewhere.append((t, rid))
+    for t, rid in elsewhere:
+        sites = calls.get(rid) if rid is not None else None
+        if sites is None:
+            orphans.append(t)
+            continue
+        before = [s for s in sites if s[0] < t]
+        key = (before[-1][0] if before else sites[0][0], rid)
+        answers = results.get(key, [])
+        full = answered.get(key, 0) >= capacity[key]
+        content = messages[t].get("content")
+        if full and all(messages[a].get("content") != content for a in answers):
+            orphans.append(t)
+            continue
+        misplaced.append((t, key[0]))
+        results.setdefault(key, []).append(t)
+    return {
+        "capacity": capacity,
+        "results": [(k, sorted(v)) for k, v in results.items()],
+        "answered": answered,
+        "misplaced": misplaced,
+        "orphans": orphans,
+    }
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    messages=st.one_of(
+        histories(valid=True), histories(valid=False), factories.broken_histories("openai")
+    )
+)
+def test_the_analysis_binds_as_the_plain_loop(messages: list[dict[str, Any]]) -> None:
+    found = analyse(History(messages))
+    got = {
+        "capacity": found.capacity,
+        "results": list(found.results.items()),
+        "answered": found.answered,
+        "misplaced": found.misplaced,
+        "orphans": found.orphans,
+    }
+    assert got == _reference_pairing(History(messages))
+
+
+def test_the_analysis_binds_at_spots_in_c_and_the_rest_by_the_loop() -> None:
+    """Seed 000 at the start of a long history: every call answered at its spot, one orphan."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": ""},  # its tool_calls were lost
+        {"role": "tool", "tool_call_id": "call_lost", "content": "8080"},
+    ]
+    for n in range(5):
+        call = {"id": f"call_{n}", "type": "function", "function": {"name": "f", "arguments": ""}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": "r"},
+        ]
+    messages.append({"role": "tool", "tool_call_id": "call_4", "content": "again"})
+    found = analyse(History(messages))
+    assert found.owner is not None  # the C-built maps, not the per-call loop's
+    assert found.orphans == [2]
+    assert found.results[(11, "call_4")] == [12, 13]  # the spot, then the extra in its run
+    assert found.answered[(11, "call_4")] == 2
+    assert found.results == dict(_reference_pairing(History(messages))["results"])

@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, chain, compress, filterfalse, repeat
 from operator import add, itemgetter
 from typing import Any
 
-from proxy.core.chat.messages import History, Message
+from proxy.core.chat.messages import History, Message, at
 from proxy.core.chat.rules import views
 
 _TOOL_CALL_ID = itemgetter("tool_call_id")
@@ -136,6 +136,8 @@ class Pairing:
     """
 
     calls: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # id -> (pos, j)
+    #: id -> pos instead of ``calls`` when every id is its own (the usual history: built in C).
+    owner: dict[str, int] | None = None
     capacity: dict[Key, int] = field(default_factory=dict)  # calls with that id in that block
     results: dict[Key, list[int]] = field(default_factory=dict)
     answered: dict[Key, int] = field(default_factory=dict)
@@ -150,20 +152,56 @@ def analyse(history: History) -> Pairing:
 
 
 def _analyse(history: History) -> Pairing:
-    # One loop over the callers, one over the tool messages, the helpers of this module inlined
-    # (calls_of, call_id, result_id, block_end): it runs on every history that is not well
-    # paired, on every turn of a conversation that broke once (issue 23).
+    # It runs on every history that is not well paired, so on every turn of a conversation that
+    # broke once (issue 23): the usual such history (each call answered right at its spot, a few
+    # tool messages besides) binds in C, and only those few go through the loop.
     pairing = Pairing()
-    openers = _calls_into(pairing, history)
+    openers, owners = _calls_into(pairing, history)
+    tools = None if owners is None else _bound_at_spots(pairing, history, owners)
+    if tools is None:
+        tools = history.index.tools
+    _bind_runs(pairing, history, openers, tools)
+    list(map(list.sort, pairing.results.values()))
+    return pairing
+
+
+def _bound_at_spots(pairing: Pairing, history: History, owners: list[int]) -> list[int] | None:
+    """Bind the result at each call's spot (the k-th position after its message) when every
+    spot holds its own call's result; the tool messages left to bind, or None (nothing bound)
+    when some spot does not. Each call is then answered inside its block, exactly as the loop
+    of :func:`_bind_runs` would find: a call's block is all spots, so its run starts right
+    after it, and no other tool message of the run precedes the spots."""
+    index, facts = history.index, views.call_facts(history)
+    if facts is None:
+        return None
+    tools = set(index.tools)
+    if not tools.issuperset(facts.spots):
+        return None
+    try:
+        if list(map(_TOOL_CALL_ID, at(history.messages, facts.spots))) != facts.ids:
+            return None
+    except KeyError:  # a result without an id
+        return None
+    # Every key of ``capacity`` (in call order, one call each) is answered once, at its spot.
+    pairing.answered.update(pairing.capacity)
+    pairing.results.update(zip(pairing.capacity, map(list, zip(facts.spots)), strict=True))
+    return list(filterfalse(set(facts.spots).__contains__, index.tools))
+
+
+def _bind_runs(pairing: Pairing, history: History, openers: set[int], tools: list[int]) -> None:
+    """Bind the tool messages at ``tools`` (all of them, or those :func:`_bound_at_spots` left):
+    in-block results first; a result elsewhere only takes a call its own block left open."""
     messages = history.messages
-    # In-block results first: a result elsewhere only takes a call its own block left open.
     capacity, answered, results = pairing.capacity, pairing.answered, pairing.results
     elsewhere = []
     block: int | None = None
     previous = -2
-    for t in history.index.tools:
+    for t in tools:
         if t != previous + 1:  # a new run of tool messages: its block is the message before it
-            block = t - 1 if t - 1 in openers else None
+            start = t
+            while start > 0 and messages[start - 1]["role"] == "tool":
+                start -= 1  # only when tools skips some: the run began before t
+            block = start - 1 if start - 1 in openers else None
         previous = t
         rid = messages[t].get("tool_call_id")
         if type(rid) is not str or not rid:
@@ -180,23 +218,22 @@ def _analyse(history: History) -> Pairing:
         elsewhere.append((t, rid))
     for t, rid in elsewhere:
         _bind(pairing, messages, t, rid)
-    for positions in results.values():
-        positions.sort()
-    return pairing
 
 
-def _calls_into(pairing: Pairing, history: History) -> set[int]:
+def _calls_into(pairing: Pairing, history: History) -> tuple[set[int], list[int] | None]:
     """Fill ``pairing.calls`` and ``pairing.capacity``; the positions of the messages that
-    open a call block."""
+    open a call block, and the opener of each call when every call is well formed and every
+    id its own (None otherwise)."""
     index, facts = history.index, views.call_facts(history)
     if facts is not None and len(set(facts.ids)) == len(facts.ids):
         # Every call well formed, every id its own: the same maps, built in C.
         counts = list(map(len, index.call_lists))
-        owners = list(chain.from_iterable(map(repeat, index.callers, counts)))
-        sites = zip(owners, chain.from_iterable(map(range, counts)), strict=True)
-        pairing.calls.update(zip(facts.ids, map(list, zip(sites, strict=True)), strict=True))
+        owners = index.callers  # one call per message, the usual case; read only
+        if counts.count(1) != len(counts):
+            owners = list(chain.from_iterable(map(repeat, index.callers, counts)))
+        pairing.owner = dict(zip(facts.ids, owners, strict=True))
         pairing.capacity.update(dict.fromkeys(zip(owners, facts.ids, strict=True), 1))
-        return set(compress(index.callers, counts))
+        return set(compress(index.callers, counts)), owners
     messages = history.messages
     calls_by_id, capacity = pairing.calls, pairing.capacity
     openers = set()
@@ -215,7 +252,7 @@ def _calls_into(pairing: Pairing, history: History) -> set[int]:
                     calls_by_id[cid] = [(c, j)]
                 key = (c, cid)
                 capacity[key] = capacity.get(key, 0) + 1
-    return openers
+    return openers, None
 
 
 def _bind(pairing: Pairing, messages: list[Message], t: int, rid: str | None) -> None:
@@ -224,12 +261,10 @@ def _bind(pairing: Pairing, messages: list[Message], t: int, rid: str | None) ->
     says something else, it answers a call the history lost (Kimi's ids repeat across turns
     and clients drop the repeated call, B1): an orphan, never that other call's result (moving
     it in would pair it with the wrong call, and deduplication would drop one of the two)."""
-    sites = pairing.calls.get(rid) if rid is not None else None
-    if rid is None or sites is None:
+    key = _call_of(pairing, t, rid)
+    if key is None:
         pairing.orphans.append(t)
         return
-    k = bisect_left(sites, t, key=_position)
-    key = (sites[k - 1][0] if k else sites[0][0], rid)
     answers = pairing.results.get(key, [])
     full = pairing.answered.get(key, 0) >= pairing.capacity[key]
     content = messages[t].get("content")
@@ -238,6 +273,20 @@ def _bind(pairing: Pairing, messages: list[Message], t: int, rid: str | None) ->
         return
     pairing.misplaced.append((t, key[0]))
     pairing.results.setdefault(key, []).append(t)
+
+
+def _call_of(pairing: Pairing, t: int, rid: str | None) -> Key | None:
+    """The call a result at ``t`` outside its block binds to, if any has its id."""
+    if rid is None:
+        return None
+    if pairing.owner is not None:
+        caller = pairing.owner.get(rid)
+        return None if caller is None else (caller, rid)
+    sites = pairing.calls.get(rid)
+    if sites is None:
+        return None
+    k = bisect_left(sites, t, key=_position)
+    return (sites[k - 1][0] if k else sites[0][0], rid)
 
 
 def _position(site: tuple[int, int]) -> int:
