@@ -36,15 +36,18 @@ SEQUENCE_BYTES = 32 << 20
 STORED_DIGESTS = 200_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Packed:
     """One list as it was packed: its canonical JSON, each item's end offset in it (exclusive),
-    each item's digest and the digest of each full chunk of them."""
+    each item's digest and the digest of each full chunk of them; once the batch that packed
+    it committed, ``confirmed``: the :class:`StoredDigests` generation and the oldest
+    ``last_used`` of those payloads then (:meth:`StoredDigests.trusts`)."""
 
     data: bytes
     ends: list[int]
     digests: list[bytes]
     chunks: list[bytes]
+    confirmed: tuple[int, int] | None = None
 
     def item(self, i: int) -> bytes:
         """Item ``i``'s own JSON (it starts one byte after the previous one ends: ``[`` or
@@ -115,6 +118,8 @@ class StoredDigests:
         self.trust = trust
         self.limit = limit
         self._used: dict[bytes, int] = {}
+        #: Bumped by :meth:`clear`: a list confirmed before is not trusted any more.
+        self.generation = 0
 
     def __len__(self) -> int:
         return len(self._used)
@@ -137,5 +142,16 @@ class StoredDigests:
             for digest in list(islice(self._used, excess + self.limit // 4)):
                 del self._used[digest]
 
+    def trusts(self, packed: Packed, now: int) -> bool:
+        """Whether every payload of ``packed`` is known stored with a ``last_used`` recent
+        enough to trust (as :meth:`fresh` judges one digest), without looking at each."""
+        confirmed = packed.confirmed
+        return (
+            confirmed is not None
+            and confirmed[0] == self.generation
+            and confirmed[1] >= now - self.trust
+        )
+
     def clear(self) -> None:
         self._used.clear()
+        self.generation += 1

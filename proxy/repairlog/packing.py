@@ -8,8 +8,9 @@ the one its conversation's previous turn held, and only its new items are hashed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from operator import is_
 from typing import Any
 
@@ -40,22 +41,44 @@ class Packer:
         self.sequences: dict[str, Listed] = {}
         #: Lists whose leading items a conversation's previous turn hashed: (list, how many).
         self._carried: list[tuple[Packed, int]] = []
-        #: Sequences whose leading chunks were hashed before: (digests, chunk digests, how
-        #: many); a chunk's bytes are joined only if the database asks for them.
-        self._carried_chunks: list[tuple[list[bytes], list[bytes], int]] = []
+        #: Lists put in the memory: (list, the list it carried items of or None, how many).
+        self._made: list[tuple[Packed, Packed | None, int]] = []
+        #: Carried lists whose payloads :meth:`referenced` left out, trusted (by identity).
+        self._trusted: dict[int, Packed] = {}
         #: Digests of the item objects hashed so far, by identity (the object is kept so its id
         #: stays its own): a retried body shares its repaired items with the forwarded one.
         self._known: dict[int, tuple[Any, bytes]] = {}
         self._memory = memory
 
-    def referenced(self) -> set[bytes]:
-        """Every payload digest the bodies packed so far reference."""
+    def referenced(self, trusted: Callable[[Packed], bool] | None = None) -> set[bytes]:
+        """Every payload digest the bodies packed so far reference, but those of the carried
+        lists ``trusted`` says are stored (their items and chunks: the usual turn's history,
+        not looked at digest by digest; see :meth:`confirm`)."""
         found = set(self.blobs)
         for packed, count in self._carried:
+            if trusted is not None and trusted(packed):
+                self._trusted[id(packed)] = packed
+                continue
             found.update(packed.digests[:count])
-        for _, chunks, count in self._carried_chunks:
-            found.update(chunks[:count])
+            found.update(packed.chunks[: count // CHUNK])
         return found
+
+    def confirm(self, used: Mapping[bytes, int], generation: int) -> None:
+        """Once the batch committed, stamp each list this packer put in the memory with the
+        oldest ``last_used`` of its payloads (``used``: those the batch referenced, as they
+        are now; a trusted list's part, with that list's own stamp)."""
+        for packed, before, shared in self._made:
+            oldest = []
+            start = 0
+            if before is not None and id(before) in self._trusted and before.confirmed:
+                oldest.append(before.confirmed[1])
+                start = shared
+            rest = chain(packed.digests[start:], packed.chunks[start // CHUNK :])
+            try:
+                oldest.append(min(map(used.__getitem__, rest), default=oldest[0] if oldest else 0))
+            except KeyError:  # not all of it was written by this batch: left unconfirmed
+                continue
+            packed.confirmed = (generation, min(oldest))
 
     def payload(self, digest: bytes) -> bytes:
         """The JSON bytes of a referenced payload (a carried item's read from its list: asked
@@ -68,12 +91,12 @@ class Packer:
                 return packed.item(packed.digests.index(digest, 0, count))
             except ValueError:
                 continue
-        for digests, chunks, count in self._carried_chunks:
+        for packed, count in self._carried:
             try:
-                start = chunks.index(digest, 0, count) * CHUNK
+                start = packed.chunks.index(digest, 0, count // CHUNK) * CHUNK
             except ValueError:
                 continue
-            return b"".join(digests[start : start + CHUNK])
+            return b"".join(packed.digests[start : start + CHUNK])
         raise KeyError(digest)
 
     def body(
@@ -187,7 +210,9 @@ class Packer:
             digests.append(digest)
         sequence, chunks = self._sequence(digests, chunks)
         if end + 1 == len(data):  # the list is its items' JSON joined: offsets are exact
-            self._memory.put(key, Packed(data, ends, digests, chunks))
+            packed = Packed(data, ends, digests, chunks)
+            self._memory.put(key, packed)
+            self._made.append((packed, before if shared else None, shared))
         return digests, sequence
 
     def _sequence(
@@ -197,8 +222,6 @@ class Packer:
         not hashed again)."""
         full = len(digests) - len(digests) % CHUNK
         chunks = list(known or ())
-        if chunks:
-            self._carried_chunks.append((digests, chunks, len(chunks)))
         for start in range(len(chunks) * CHUNK, full, CHUNK):
             data = b"".join(digests[start : start + CHUNK])
             digest = digest_of(data)

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import orjson
@@ -186,17 +187,20 @@ class PostgresRepairLog:
             await cur.executemany(INSERT, firsts)
             await cur.executemany(INSERT_TURN, turns)
             await cur.executemany(INSERT_RULE, rules)
-            referenced = packer.referenced()
+            referenced = packer.referenced(partial(self._stored.trusts, now=latest))
             fresh = self._stored.fresh(referenced, latest)
             await cur.execute(LAST_USED, [[d for d in referenced if d not in fresh]])
             stored = {bytes(d): used for d, used in await cur.fetchall()}
-            writes = await asyncio.to_thread(payload_writes, packer, {**stored, **fresh}, latest)
+            writes = await asyncio.to_thread(
+                payload_writes, packer, referenced, {**stored, **fresh}, latest
+            )
             await cur.executemany(INSERT_PAYLOAD, writes.rows)
             if writes.stale:
                 await cur.execute(TOUCH, [latest, writes.stale])
             for first, (count, seen) in bumps.items():
                 await cur.execute(bump_sql(DIALECT).encode(), [count, seen, seen, first])
         self._stored.update(writes.used)  # committed
+        packer.confirm(writes.used, self._stored.generation)
 
     async def get(self, record_id: str) -> dict[str, Any] | None:
         async with self._connection() as conn, conn.transaction():

@@ -159,11 +159,13 @@ class PayloadWrites:
     used: dict[bytes, int]  # every referenced digest and its ``last_used`` after the batch
 
 
-def payload_writes(packer: Packer, stored: dict[bytes, int], now: int) -> PayloadWrites:
-    """The payloads ``packer``'s bodies reference that are not ``stored`` yet (compressed), and
-    the stored ones whose ``last_used`` is stale (older than ``now`` by more than
-    :data:`LAST_USED_SLACK`)."""
-    rows = [(d, now, stored_blob(packer.payload(d))) for d in packer.referenced() - stored.keys()]
+def payload_writes(
+    packer: Packer, referenced: set[bytes], stored: dict[bytes, int], now: int
+) -> PayloadWrites:
+    """The payloads of ``referenced`` (what ``packer``'s bodies reference) that are not
+    ``stored`` yet (compressed), and the stored ones whose ``last_used`` is stale (older than
+    ``now`` by more than :data:`LAST_USED_SLACK`)."""
+    rows = [(d, now, stored_blob(packer.payload(d))) for d in referenced - stored.keys()]
     stale = [d for d, used in stored.items() if used < now - LAST_USED_SLACK]
     used = {**stored, **dict.fromkeys(stale, now), **{row[0]: now for row in rows}}
     return PayloadWrites(rows, stale, used)

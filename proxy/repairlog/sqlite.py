@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -189,16 +190,17 @@ class SQLiteRepairLog:
             insert_many(conn, INSERT, [record_row(r, iso, bytes, packer) for r in firsts])
             insert_many(conn, INSERT_TURN, [record_row(r, iso, bytes, packer) for r in repeats])
             insert_many(conn, INSERT_RULE, [row for r in firsts for row in rule_rows(r, iso)])
-            referenced = packer.referenced()
+            referenced = packer.referenced(partial(self._stored.trusts, now=latest))
             fresh = self._stored.fresh(referenced, latest)
             stored = _last_used(conn, [d for d in referenced if d not in fresh])
-            writes = payload_writes(packer, {**stored, **fresh}, latest)
+            writes = payload_writes(packer, referenced, {**stored, **fresh}, latest)
             insert_many(conn, INSERT_PAYLOAD, writes.rows)
             touch = "UPDATE payloads SET last_used = ? WHERE digest IN "
             select_in(conn, touch, writes.stale, [latest])
             for first, (count, seen) in bumps.items():
                 conn.execute(bump_sql(DIALECT), [count, iso(seen), iso(seen), first])
         self._stored.update(writes.used)  # committed
+        packer.confirm(writes.used, self._stored.generation)
 
     def _delete_sync(self, where: str, params: list[Any]) -> int:
         """Delete the records ``where`` names, then the payloads no kept record references."""

@@ -100,6 +100,44 @@ def test_a_digest_is_trusted_only_while_collection_cannot_take_it() -> None:
     assert stored.fresh([b"a"], now) == {}
 
 
+def _batch(memory: Sequences, stored: StoredDigests, items: list[Any], now: int) -> set[bytes]:
+    """What a writer's batch of one turn references; what it learns once it committed (every
+    payload it referenced now has ``last_used`` ``now``)."""
+    packer = Packer(memory)
+    packer.body({"messages": items}, conversation="c")
+    referenced = packer.referenced(lambda packed: stored.trusts(packed, now))
+    used = dict.fromkeys(referenced, now)
+    stored.update(used)
+    packer.confirm(used, stored.generation)
+    return referenced
+
+
+def _all(items: list[Any]) -> set[bytes]:
+    packer = Packer()
+    packer.body({"messages": items})
+    return packer.referenced()
+
+
+def test_a_turn_whose_history_was_confirmed_references_only_what_is_new() -> None:
+    memory, stored = Sequences(), StoredDigests(TRUSTED_FOR)
+    turns = _turns(2 * CHUNK + 3)
+    now = 1_000_000
+    assert _batch(memory, stored, turns[0], now) == _all(turns[0])
+    for n in range(1, len(turns)):
+        referenced = _batch(memory, stored, turns[n], now + n)
+        assert referenced < _all(turns[n])
+        assert len(referenced) <= 3  # the two items this turn added, a chunk they completed
+    # Trusted no longer once its oldest payload is older than the trust (collection could
+    # come), or once the writer's memory of what is stored was cleared (a collection ran).
+    items = [*turns[-1], {"role": "user", "content": "one more"}]
+    later = now + len(turns) + TRUSTED_FOR + 1
+    assert _batch(memory, stored, items, later) == _all(items)
+    assert len(_batch(memory, stored, [*items, {"role": "user"}], later)) <= 3
+    items = [*items, {"role": "user", "content": "and one more"}]
+    stored.clear()
+    assert _batch(memory, stored, items, later + 1) == _all(items)
+
+
 def test_collection_never_takes_what_was_used_within_the_slack_of_now() -> None:
     from datetime import UTC, datetime, timedelta
 
