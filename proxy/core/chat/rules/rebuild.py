@@ -43,9 +43,12 @@ def tool_runs(history: History, hits: Sequence[Hit]) -> dict[int, list[int]]:
     return runs
 
 
+_FIELD = re.compile(r"\{(id|name|content)\}")
+
+
 def _fill(template: str, values: dict[str, str]) -> str:
     # Only the three known fields are filled, in one pass: content may contain braces.
-    return re.sub(r"\{(id|name|content)\}", lambda m: values[m.group(1)], template)
+    return _FIELD.sub(lambda m: values[m.group(1)], template)
 
 
 def salvage_message(history: History, orphans: list[int], template: str) -> Entries:
