@@ -23,6 +23,7 @@ from itertools import accumulate
 from typing import Any
 
 from proxy.core.chat.messages import History, Index, Message
+from proxy.core.chat.rules import views
 from proxy.core.chat.rules.views import CallFacts, call_facts
 
 #: (old start, old end, new start): the old items ``[start, end)`` sit from ``new start`` on.
@@ -34,6 +35,9 @@ CHECK = False
 #: The lazily computed views of an index that depend only on its callers (carried when the
 #: callers are the same messages, in the same order).
 _CALLER_VIEWS = ("caller_messages", "call_lists", "regular", "calls")
+#: The history's views of its odd contents (:mod:`~proxy.core.chat.rules.views`): carried when
+#: the odd messages are the same, at the same positions.
+_ODD_VIEWS = ("odd_messages", "odd_contents", "odd_roles", "odd_types")
 
 
 def carry(old: History, new: History, runs: Sequence[Run]) -> None:
@@ -46,14 +50,13 @@ def carry(old: History, new: History, runs: Sequence[Run]) -> None:
         spliced = _index(index, new.messages, runs)
     else:
         spliced = _index_in_place(index, new.messages, replaced)
-    same_callers = _callers_kept(index.callers, spliced.callers, runs)
-    if same_callers:
-        for name in _CALLER_VIEWS:
-            if name in index.__dict__:
-                spliced.__dict__[name] = index.__dict__[name]
-    if "keys" in index.__dict__:
-        spliced.__dict__["keys"] = _keys(index, spliced)
+    same_callers = spliced.callers is index.callers or _callers_kept(
+        index.callers, spliced.callers, runs
+    )
+    _carry_views(index, spliced, same_callers)
     new.seed_index(spliced)
+    if spliced.odd_content is index.odd_content:  # in place, none of them touched
+        _seed(old, new, _ODD_VIEWS)
     known, facts = old.memoized("call_facts")
     if same_callers and known:
         if facts is not None and replaced is None:
@@ -61,6 +64,24 @@ def carry(old: History, new: History, runs: Sequence[Run]) -> None:
         new.seed("call_facts", facts)  # in place: the callers and their spots did not move
     if CHECK:
         _check(new)
+
+
+def _carry_views(index: Index, spliced: Index, same_callers: bool) -> None:
+    """The cached views of ``index`` that hold for ``spliced`` too."""
+    if same_callers:
+        for name in _CALLER_VIEWS:
+            if name in index.__dict__:
+                spliced.__dict__[name] = index.__dict__[name]
+    if "keys" in index.__dict__:
+        spliced.__dict__["keys"] = _keys(index, spliced)
+
+
+def _seed(old: History, new: History, names: Sequence[str]) -> None:
+    """Give ``new`` the memoised views ``names`` of ``old`` (those it computed)."""
+    for name in names:
+        known, view = old.memoized(name)
+        if known:
+            new.seed(name, view)
 
 
 def _replaced(runs: Sequence[Run], before: int, after: int) -> list[int] | None:
@@ -205,6 +226,10 @@ def _check(new: History) -> None:
     known, facts = new.memoized("call_facts")
     if known:
         assert facts == call_facts(fresh), "carried call facts differ"
+    for name in _ODD_VIEWS:
+        known, view = new.memoized(name)
+        if known:
+            assert _same(view, getattr(views, name)(fresh)), f"carried {name} differs"
 
 
 def _same(a: Any, b: Any) -> bool:

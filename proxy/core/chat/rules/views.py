@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import is_, itemgetter
 from typing import Any
 
 from proxy.core.chat.messages import History, Message, at
@@ -217,6 +217,5 @@ def nulls_only_on_call_turns(history: History) -> bool:
         return True
     if not index.regular or [] in index.call_lists:
         return False
-    odd = zip(index.odd_content, odd_contents(history), strict=True)
-    nulls = [p for p, content in odd if content is None]
+    nulls = compress(index.odd_content, map(is_, odd_contents(history), repeat(None)))
     return set(index.callers).issuperset(nulls)
