@@ -9,6 +9,7 @@ the one its conversation's previous turn held, and only its new items are hashed
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import chain
 from operator import is_
@@ -68,17 +69,20 @@ class Packer:
         oldest ``last_used`` of its payloads (``used``: those the batch referenced, as they
         are now; a trusted list's part, with that list's own stamp)."""
         for packed, before, shared in self._made:
-            oldest = []
+            stamps = []
             start = 0
             if before is not None and id(before) in self._trusted and before.confirmed:
-                oldest.append(before.confirmed[1])
+                stamps.append(before.confirmed[1])
                 start = shared
             rest = chain(packed.digests[start:], packed.chunks[start // CHUNK :])
             try:
-                oldest.append(min(map(used.__getitem__, rest), default=oldest[0] if oldest else 0))
+                oldest = min(map(used.__getitem__, rest), default=None)
             except KeyError:  # not all of it was written by this batch: left unconfirmed
                 continue
-            packed.confirmed = (generation, min(oldest))
+            if oldest is not None:
+                stamps.append(oldest)
+            if stamps:
+                packed.confirmed = (generation, min(stamps))
 
     def payload(self, digest: bytes) -> bytes:
         """The JSON bytes of a referenced payload (a carried item's read from its list: asked
@@ -86,17 +90,12 @@ class Packer:
         found = self.blobs.get(digest)
         if found is not None:
             return found
-        for packed, count in self._carried:
-            try:
+        for packed, count in self._carried:  # an item's digest, or a chunk's
+            with suppress(ValueError):
                 return packed.item(packed.digests.index(digest, 0, count))
-            except ValueError:
-                continue
-        for packed, count in self._carried:
-            try:
+            with suppress(ValueError):
                 start = packed.chunks.index(digest, 0, count // CHUNK) * CHUNK
-            except ValueError:
-                continue
-            return b"".join(packed.digests[start : start + CHUNK])
+                return b"".join(packed.digests[start : start + CHUNK])
         raise KeyError(digest)
 
     def body(

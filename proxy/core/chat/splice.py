@@ -18,7 +18,7 @@ edit compare them with one.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -103,27 +103,44 @@ def _index_in_place(index: Index, messages: list[Message], replaced: list[int]) 
     neither held one nor takes one is the old group itself (and its messages, the same)."""
     gone = set(replaced)
     taken: dict[str, list[int]] = {}
-    callers, odd = [], []
-    for q in replaced:
+    callers: list[int] = []
+    odd: list[int] = []
+    _note(messages, replaced, taken, callers, odd)
+    roles = dict.fromkeys(("tool", "assistant", "user", *index.positions, *taken))
+    positions = {r: _swapped(index.positions.get(r, []), gone, taken.get(r, [])) for r in roles}
+    callers = _swapped(index.callers, gone, callers)
+    odd = _swapped(index.odd_content, gone, odd)
+    return Index.of_parts(messages, _ordered(positions), callers, odd, index)
+
+
+def _note(
+    messages: list[Message],
+    places: Iterable[int],
+    positions: dict[str, list[int]],
+    callers: list[int],
+    odd: list[int],
+) -> None:
+    """Add the messages at ``places`` (in order) to the groups an index pass would put them in:
+    their role's positions, the callers, the odd contents (see :class:`Index`)."""
+    for q in places:
         message = messages[q]
         role = message["role"]
-        taken.setdefault(role, []).append(q)
+        positions.setdefault(role, []).append(q)
         if role != "tool" and "tool_calls" in message:
             callers.append(q)
         content = message.get("content")
         if type(content) is not str or not content:
             odd.append(q)
-    positions = {
-        role: _swapped(index.positions.get(role, []), gone, taken.get(role, []))
-        for role in ("tool", "assistant", "user")
-    }
-    others = {r for r in (*index.positions, *taken) if r not in positions}
-    grouped = {r: _swapped(index.positions.get(r, []), gone, taken.get(r, [])) for r in others}
-    for role in sorted((r for r in grouped if grouped[r]), key=lambda r: grouped[r][0]):
-        positions[role] = grouped[role]
-    callers = _swapped(index.callers, gone, callers)
-    odd = _swapped(index.odd_content, gone, odd)
-    return Index.of_parts(messages, positions, callers, odd, index)
+
+
+def _ordered(positions: dict[str, list[int]]) -> dict[str, list[int]]:
+    """The groups in an index pass's order: tool, assistant, user, then the other roles in order
+    of first appearance (those left with no message out)."""
+    usual = {role: positions.get(role, []) for role in ("tool", "assistant", "user")}
+    others = sorted(
+        (r for r, p in positions.items() if p and r not in usual), key=lambda r: positions[r][0]
+    )
+    return {**usual, **{r: positions[r] for r in others}}
 
 
 def _swapped(where: list[int], gone: set[int], taken: list[int]) -> list[int]:
@@ -163,29 +180,16 @@ def _index(index: Index, messages: list[Message], runs: Sequence[Run]) -> Index:
     odd: list[int] = []
     filled = 0  # new positions before this are placed
 
-    def inserted(upto: int) -> None:
-        for q in range(filled, upto):
-            message = messages[q]
-            role = message["role"]
-            positions.setdefault(role, []).append(q)
-            if role != "tool" and "tool_calls" in message:
-                callers.append(q)
-            content = message.get("content")
-            if type(content) is not str or not content:
-                odd.append(q)
-
     for start, end, at in runs:
-        inserted(at)
+        _note(messages, range(filled, at), positions, callers, odd)
         shift = at - start
         for role, where in index.positions.items():
             positions.setdefault(role, []).extend(_shifted(where, start, end, shift))
         callers += _shifted(index.callers, start, end, shift)
         odd += _shifted(index.odd_content, start, end, shift)
         filled = at + end - start
-    inserted(len(messages))
-    usual = {role: positions.pop(role) for role in ("tool", "assistant", "user")}
-    others = sorted((r for r, p in positions.items() if p), key=lambda r: positions[r][0])
-    return Index.of_parts(messages, {**usual, **{r: positions[r] for r in others}}, callers, odd)
+    _note(messages, range(filled, len(messages)), positions, callers, odd)
+    return Index.of_parts(messages, _ordered(positions), callers, odd)
 
 
 def _callers_kept(old: list[int], new: list[int], runs: Sequence[Run]) -> bool:
