@@ -19,7 +19,6 @@ body) but not their details, which quote the request.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from typing import Any
 
 from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.conversation import conversation_key
-from proxy.repairlog.record import Record
+from proxy.repairlog.record import Record, copied
 from proxy.repairlog.vocabulary import stored_key, stored_path
 
 #: Top-level body fields that can carry a credential; never stored.
@@ -52,7 +51,7 @@ def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
     def error(text: str | None) -> str | None:
         return truncate(text, max_error_bytes) if mode == "full" else _error_digest(text)
 
-    return dataclasses.replace(
+    return copied(
         record,
         conversation=record.conversation
         or conversation_key(record.path, record.received, (record.upstream, record.owner)),

@@ -8,11 +8,12 @@ the one its conversation's previous turn held, and only its new items are hashed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
-from itertools import chain
-from operator import is_
+from itertools import chain, compress
+from operator import is_not
 from typing import Any
 
 import orjson
@@ -56,7 +57,10 @@ class Packer:
         lists ``trusted`` says are stored (their items and chunks: the usual turn's history,
         not looked at digest by digest; see :meth:`confirm`)."""
         found = set(self.blobs)
+        made = {id(packed) for packed, _, _ in self._made}
         for packed, count in self._carried:
+            if id(packed) in made:  # this batch's own list: its items are in found already
+                continue
             if trusted is not None and trusted(packed):
                 self._trusted[id(packed)] = packed
                 continue
@@ -67,11 +71,15 @@ class Packer:
     def confirm(self, used: Mapping[bytes, int], generation: int) -> None:
         """Once the batch committed, stamp each list this packer put in the memory with the
         oldest ``last_used`` of its payloads (``used``: those the batch referenced, as they
-        are now; a trusted list's part, with that list's own stamp)."""
+        are now; a trusted list's part, or one this batch made, with that list's own stamp: the
+        oldest of a whole list is no newer than that of its part)."""
+        # This batch's lists stamped so far: a turn's list comes after the previous turn's.
+        stamped: set[int] = set()
         for packed, before, shared in self._made:
             stamps = []
             start = 0
-            if before is not None and id(before) in self._trusted and before.confirmed:
+            known = before is not None and (id(before) in stamped or id(before) in self._trusted)
+            if known and before is not None and before.confirmed:
                 stamps.append(before.confirmed[1])
                 start = shared
             rest = chain(packed.digests[start:], packed.chunks[start // CHUNK :])
@@ -83,6 +91,7 @@ class Packer:
                 stamps.append(oldest)
             if stamps:
                 packed.confirmed = (generation, min(stamps))
+                stamped.add(id(packed))
 
     def payload(self, digest: bytes) -> bytes:
         """The JSON bytes of a referenced payload (a carried item's read from its list: asked
@@ -175,8 +184,9 @@ class Packer:
         """``items`` as a patch against ``base``: the items at either end that are ``base``'s
         own item objects (the repair left them alone) are shared without hashing them."""
         old = base.items
-        head = _same_objects(items, old)
-        tail = _same_objects(items[head:][::-1], old[head:][::-1])
+        most = min(len(items), len(old))
+        head = _same_objects(items, old, most)
+        tail = _same_objects(reversed(items), reversed(old), most - head)
         middle = self._items(items[head : len(items) - tail])
         return _patch(base.digests, middle, head, tail)
 
@@ -229,13 +239,10 @@ class Packer:
         return {"c": names(chunks), "t": names(digests[full:])}, chunks
 
 
-def _same_objects(items: list[Any], old: list[Any]) -> int:
-    """How many leading items of ``items`` are the very objects of ``old`` (compared in C)."""
-    same = list(map(is_, items, old))
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+def _same_objects(items: Iterable[Any], old: Iterable[Any], most: int) -> int:
+    """How many leading items of ``items`` (``most`` at most) are the very objects of ``old``:
+    compared in C, up to the first that differs."""
+    return min(next(compress(itertools.count(), map(is_not, items, old)), most), most)
 
 
 def _patch(base: list[bytes], middle: list[bytes], head: int, tail: int) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from proxy.repairlog.base import (
     iso,
 )
 from proxy.repairlog.carry import Sequences, StoredDigests
-from proxy.repairlog.conversation import assign_repeats, repeat_keys
+from proxy.repairlog.conversation import RepeatKey, assign_repeats, repeat_keys
 from proxy.repairlog.packing import Packer
 from proxy.repairlog.payloads import (
     chunk_refs,
@@ -128,14 +128,16 @@ def _text(value: Any) -> Any:
 Rows = list[tuple[Any, ...]]
 
 
-def _rows(records: Sequence[Record], packer: Packer) -> tuple[Rows, Rows, Rows]:
+def _rows(
+    records: Sequence[Record], packer: Packer, keys: dict[str, RepeatKey]
+) -> tuple[Rows, Rows, Rows]:
     """The rows of a batch's first records, repeats and rules, their bodies packed by
     ``packer`` (off the event loop: packing hashes items)."""
     firsts = [r for r in records if r.repeat_of is None]
     repeats = [r for r in records if r.repeat_of is not None]
 
     def rows(batch: list[Record]) -> Rows:
-        return [tuple(map(_text, record_row(r, _ts, bytes.decode, packer))) for r in batch]
+        return [tuple(map(_text, record_row(r, _ts, bytes.decode, packer, keys))) for r in batch]
 
     rules = [row for r in firsts for row in rule_rows(r, _ts)]
     return rows(firsts), rows(repeats), rules
@@ -183,7 +185,7 @@ class PostgresRepairLog:
                     known[key] = row[0]
             bumps = assign_repeats(records, keys, known)
             packer = Packer(self._sequences)
-            firsts, turns, rules = await asyncio.to_thread(_rows, records, packer)
+            firsts, turns, rules = await asyncio.to_thread(_rows, records, packer, keys)
             await cur.executemany(INSERT, firsts)
             await cur.executemany(INSERT_TURN, turns)
             await cur.executemany(INSERT_RULE, rules)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from proxy.repairlog.base import ALL_FIELDS, dumps, rule_counts
-from proxy.repairlog.conversation import finding_key
+from proxy.repairlog.conversation import RepeatKey, finding_key
 from proxy.repairlog.packing import Packer, pack_bodies
 from proxy.repairlog.record import Record, utcnow
 
@@ -18,10 +18,15 @@ STORED_FIELDS = (*ALL_FIELDS, "finding_key", "packed")
 
 
 def record_row(
-    record: Record, ts: Callable[[datetime], Any], blob: Callable[[bytes], Any], packer: Packer
+    record: Record,
+    ts: Callable[[datetime], Any],
+    blob: Callable[[bytes], Any],
+    packer: Packer,
+    keys: Mapping[str, RepeatKey] | None = None,
 ) -> tuple[Any, ...]:
     """One ``records`` row (:data:`STORED_FIELDS`); ``ts`` and ``blob`` adapt timestamps and
-    JSON to the driver; the bodies are packed by ``packer``, which collects their blobs."""
+    JSON to the driver; the bodies are packed by ``packer``, which collects their blobs; the
+    finding key is the one ``keys`` (:func:`~proxy.repairlog.conversation.repeat_keys`) holds."""
 
     def json(value: Any) -> Any:
         return None if value is None else blob(dumps(value))
@@ -39,6 +44,7 @@ def record_row(
         record.listed,
     )
 
+    key = None if keys is None else keys.get(record.id)
     return (
         record.id,
         ts(record.created_at),
@@ -67,7 +73,7 @@ def record_row(
         json(bodies["received"]),
         json(bodies["forwarded"]),
         json(bodies["attempts"]),
-        finding_key(record),
+        finding_key(record) if key is None else key[1],
         1,
     )
 

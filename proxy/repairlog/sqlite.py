@@ -187,8 +187,9 @@ class SQLiteRepairLog:
             firsts = [r for r in records if r.repeat_of is None]
             repeats = [r for r in records if r.repeat_of is not None]
             latest = epoch(max(r.created_at for r in records))
-            insert_many(conn, INSERT, [record_row(r, iso, bytes, packer) for r in firsts])
-            insert_many(conn, INSERT_TURN, [record_row(r, iso, bytes, packer) for r in repeats])
+            insert_many(conn, INSERT, [record_row(r, iso, bytes, packer, keys) for r in firsts])
+            turns = [record_row(r, iso, bytes, packer, keys) for r in repeats]
+            insert_many(conn, INSERT_TURN, turns)
             insert_many(conn, INSERT_RULE, [row for r in firsts for row in rule_rows(r, iso)])
             referenced = packer.referenced(partial(self._stored.trusts, now=latest))
             fresh = self._stored.fresh(referenced, latest)

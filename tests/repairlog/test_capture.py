@@ -198,3 +198,17 @@ def test_full_keeps_findings_and_errors_as_they_are() -> None:
     kept = apply_capture(record, "full", 1024)
     assert kept.findings == record.findings
     assert kept.upstream_error == record.upstream_error
+
+
+def test_a_captured_copy_keeps_every_field_it_does_not_change() -> None:
+    """The writer's copy (:func:`~proxy.repairlog.record.copied`) holds what
+    ``dataclasses.replace`` would, unstored fields included, and leaves the original alone."""
+    from proxy.repairlog.record import copied
+
+    record = make_record(owner="k1", size=123, listed=([], b"[]"), repeats=2)
+    copy = copied(record, model="other", repeats=3)
+    want = dataclasses.replace(record, model="other", repeats=3)
+    assert copy is not record
+    for f in dataclasses.fields(record):
+        assert getattr(copy, f.name) == getattr(want, f.name), f.name
+    assert (record.model, record.repeats) != ("other", 3)

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy.repairlog.carry import Packed, Sequences, StoredDigests, shared_prefix
 from proxy.repairlog.packing import Packer, pack_bodies
@@ -138,6 +140,31 @@ def test_a_turn_whose_history_was_confirmed_references_only_what_is_new() -> Non
     assert _batch(memory, stored, items, later + 1) == _all(items)
 
 
+def test_the_turns_of_one_batch_reference_every_payload_and_stamp_their_lists() -> None:
+    """A conversation's turns written in one batch (the usual case: an agent's turns come
+    faster than the flush interval). Each turn's list carries the one the batch made for the
+    turn before: every payload is referenced all the same, and the last list is stamped with
+    the oldest ``last_used`` of all it holds, so the next batch trusts it."""
+    memory, stored = Sequences(), StoredDigests(TRUSTED_FOR)
+    turns = _turns(2 * CHUNK + 3)
+    now = 1_000_000
+    packer = Packer(memory)
+    for items in turns[:-1]:
+        packer.body({"messages": items}, conversation="c")
+    referenced = packer.referenced(lambda packed: stored.trusts(packed, now))
+    assert referenced == set().union(*(_all(items) for items in turns[:-1]))
+    assert all(packer.payload(digest) for digest in referenced)
+    used = dict.fromkeys(referenced, now)
+    oldest = _packed(turns[0][:1]).digests[0]  # the system message, in every turn
+    used[oldest] = now - 5
+    stored.update(used)
+    packer.confirm(used, stored.generation)
+    last = memory.get(("c", "messages"))
+    assert last is not None
+    assert last.confirmed == (stored.generation, now - 5)
+    assert len(_batch(memory, stored, turns[-1], now + 1)) <= 3
+
+
 def test_collection_never_takes_what_was_used_within_the_slack_of_now() -> None:
     from datetime import UTC, datetime, timedelta
 
@@ -154,3 +181,24 @@ def test_statements_come_in_few_shapes(count: int) -> None:
     assert all(s == 33 or s & (s - 1) == 0 for s in sizes)  # the most, or a power of two
     tail = [s for s in sizes if s != 33]
     assert len(set(tail)) == len(tail)  # each power of two once: a handful of texts in all
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.integers(0, 2), max_size=8),
+    st.lists(st.one_of(st.integers(0, 2), st.text(max_size=1)), max_size=8),
+)
+def test_a_patch_gives_back_its_list_whatever_it_shares(kept: list[int], picks: list[Any]) -> None:
+    """A forwarded list packed as a patch against the received one, whichever of its item
+    objects it shares (at the start, at the end, in between, more than once or none; a
+    client's list can hold one object twice)."""
+    pool = [{"role": "user", "content": f"m{n}"} for n in range(3)]
+    received = {"model": "m", "messages": [pool[k] for k in kept]}
+    chosen = [pool[p] if type(p) is int else {"role": "x", "c": p} for p in picks]
+    forwarded = {"model": "m", "messages": chosen}
+    packer = Packer(Sequences())
+    row = pack_bodies({"received": received, "forwarded": forwarded}, packer, conversation="c")
+    row["findings"] = []
+    unpack_bodies(row, {d: packer.payload(d) for d in packer.referenced()})
+    assert orjson.dumps(row["received"]) == orjson.dumps(received)
+    assert orjson.dumps(row["forwarded"]) == orjson.dumps(forwarded)

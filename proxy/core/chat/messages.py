@@ -283,9 +283,7 @@ class History(CopyOnWrite):
         self._index = index
 
     def _carry(self, edited: History, runs: list[tuple[int, int, int]]) -> None:
-        from proxy.core.chat.splice import carry  # it builds on this module
-
-        carry(self, edited, runs)
+        splice.carry(self, edited, runs)
 
     @property
     def tool_free(self) -> bool:
@@ -306,3 +304,8 @@ def _tool_free(history: History) -> bool:
     if index.tools or index.callers or "function" in index.roles:
         return False
     return all(_TOOL_KEYS.isdisjoint(keys) for keys in index.keys.values())
+
+
+# The carry through edits builds on History and Index, so it is imported once they exist (an
+# import statement inside ``_carry`` cost some 7,000 instructions a repair).
+from proxy.core.chat import splice  # noqa: E402
