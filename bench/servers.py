@@ -48,6 +48,9 @@ class Server:
         logdir: Path | None = None,
         repair_log: str = "memory://",
         root: Path = ROOT,
+        *,
+        wrapper: tuple[str, ...] = (),
+        ready_within: float = 30.0,
     ) -> None:
         self.kind = kind
         self.root = root
@@ -56,7 +59,8 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = (logdir or Path("/tmp")) / f"bench-{kind}-{self.port}.log"
         self.requests_log = self.log.with_suffix(".requests.jsonl")
-        command = [sys.executable, "-m", "bench.servers", kind, str(self.port), upstream]
+        # ``wrapper``: a program the server runs under (valgrind, for bench/instructions.py).
+        command = [*wrapper, sys.executable, "-m", "bench.servers", kind, str(self.port), upstream]
         command += [repair_log, str(self.requests_log)]
         # Run from ``root``: its proxy/ package comes first, the bench's own modules from ROOT.
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -64,7 +68,7 @@ class Server:
             self.process = subprocess.Popen(
                 command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT
             )
-        self._wait_ready()
+        self._wait_ready(ready_within)
 
     def log_tail(self, lines: int = 20) -> str:
         """The end of what the server wrote (it writes nothing unless something went wrong)."""

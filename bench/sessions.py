@@ -30,7 +30,7 @@ FILE = "".join(f"    value_{n} = compute({n}, scale={n * 7919 % 10007})\n" for n
 
 
 def _start(broken: bool, session: str) -> list[dict[str, Any]]:
-    call = {"id": "call_cfg", "type": "function"}
+    call: dict[str, Any] = {"id": "call_cfg", "type": "function"}
     call["function"] = {"name": "read_file", "arguments": '{"path": "config.py"}'}
     assistant: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
     if broken:
@@ -48,7 +48,7 @@ def conversation(broken: bool, session: str, turns: int = TURNS) -> list[bytes]:
     history = _start(broken, session)
     out = []
     for n in range(turns):
-        call = {"id": f"call_{n:03d}", "type": "function"}
+        call: dict[str, Any] = {"id": f"call_{n:03d}", "type": "function"}
         call["function"] = {"name": "read_file", "arguments": f'{{"path": "src/m{n}.py"}}'}
         history += [
             {"role": "user", "content": f"Step {n}: read src/m{n}.py and summarise it."},

@@ -59,8 +59,8 @@ class Packer:
         found = set(self.blobs)
         made = {id(packed) for packed, _, _ in self._made}
         for packed, count in self._carried:
-            if id(packed) in made:  # this batch's own list: its items are in found already
-                continue
+            if id(packed) in made:  # this batch's own list: what it added is in found, what
+                continue  # it carried is counted (or trusted) with the list it carried it from
             if trusted is not None and trusted(packed):
                 self._trusted[id(packed)] = packed
                 continue
@@ -78,8 +78,11 @@ class Packer:
         for packed, before, shared in self._made:
             stamps = []
             start = 0
-            known = before is not None and (id(before) in stamped or id(before) in self._trusted)
-            if known and before is not None and before.confirmed:
+            if (
+                before is not None
+                and before.confirmed
+                and (id(before) in stamped or id(before) in self._trusted)
+            ):
                 stamps.append(before.confirmed[1])
                 start = shared
             rest = chain(packed.digests[start:], packed.chunks[start // CHUNK :])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
-from itertools import accumulate
+from itertools import accumulate, filterfalse
 from typing import Any
 
 from proxy.core.chat.messages import History, Index, Message
@@ -35,6 +35,8 @@ CHECK = False
 #: The lazily computed views of an index that depend only on its callers (carried when the
 #: callers are the same messages, in the same order).
 _CALLER_VIEWS = ("caller_messages", "call_lists", "regular", "calls")
+#: The roles an index pass groups first, in this order (the others follow by first appearance).
+_USUAL = ("tool", "assistant", "user")
 #: The history's views of its odd contents (:mod:`~proxy.core.chat.rules.views`): carried when
 #: the odd messages are the same, at the same positions.
 _ODD_VIEWS = ("odd_messages", "odd_contents", "odd_roles", "odd_types")
@@ -106,11 +108,17 @@ def _index_in_place(index: Index, messages: list[Message], replaced: list[int]) 
     callers: list[int] = []
     odd: list[int] = []
     _note(messages, replaced, taken, callers, odd)
-    roles = dict.fromkeys(("tool", "assistant", "user", *index.positions, *taken))
-    positions = {r: _swapped(index.positions.get(r, []), gone, taken.get(r, [])) for r in roles}
+    old = index.positions
+    # Only the groups of the roles the replaced messages had or have now can change.
+    touched = {index.messages[q]["role"] for q in replaced}.union(taken)
+    positions = {"tool": [], **old}  # the index's groups in its order (tool first, if empty)
+    for role in touched:
+        positions[role] = _swapped(old.get(role, []), gone, taken.get(role, []))
+    if not (touched.issubset(_USUAL) and touched.issubset(old)):  # a group came: order anew
+        positions = _ordered(positions)
     callers = _swapped(index.callers, gone, callers)
     odd = _swapped(index.odd_content, gone, odd)
-    return Index.of_parts(messages, _ordered(positions), callers, odd, index)
+    return Index.of_parts(messages, positions, callers, odd, index)
 
 
 def _note(
@@ -136,7 +144,7 @@ def _note(
 def _ordered(positions: dict[str, list[int]]) -> dict[str, list[int]]:
     """The groups in an index pass's order: tool, assistant, user, then the other roles in order
     of first appearance (those left with no message out)."""
-    usual = {role: positions.get(role, []) for role in ("tool", "assistant", "user")}
+    usual = {role: positions.get(role, []) for role in _USUAL}
     others = sorted(
         (r for r, p in positions.items() if p and r not in usual), key=lambda r: positions[r][0]
     )
@@ -146,12 +154,9 @@ def _ordered(positions: dict[str, list[int]]) -> dict[str, list[int]]:
 def _swapped(where: list[int], gone: set[int], taken: list[int]) -> list[int]:
     """``where`` without the positions in ``gone``, with those in ``taken`` (sorted, a subset of
     ``gone``): ``where`` itself when neither changes it."""
-    held = [i for q in gone if (i := bisect_left(where, q)) < len(where) and where[i] == q]
-    if not taken and not held:
+    if not taken and gone.isdisjoint(where):
         return where
-    kept = list(where)
-    for i in sorted(held, reverse=True):
-        del kept[i]
+    kept = list(filterfalse(gone.__contains__, where))
     for q in taken:
         insort(kept, q)
     return kept

@@ -69,6 +69,52 @@ def test_an_edit_is_the_item_by_item_rebuild_and_carries_fresh_views(
         assert edited.built_index is not None  # carried, not to be built again
 
 
+@st.composite
+def replacements(draw: st.DrawFn) -> tuple[History, dict[int, list[Any]], set[int]]:
+    """Edits that swap messages in place (a salvaged orphan result becomes a user message):
+    each replaced message's role may leave its group, or start one the history lacked."""
+    messages = draw(st.one_of(histories(), broken_histories("openai")))
+    replaced = draw(st.sets(st.integers(0, len(messages) - 1), min_size=1, max_size=3))
+    new = st.sampled_from(
+        [
+            {"role": "user", "content": "salvaged"},
+            {"role": "tool", "tool_call_id": "call_x", "content": "moved"},
+            {"role": "assistant", "content": None, "tool_calls": []},
+            {"role": "system", "content": ""},
+            {"role": "developer", "content": "note"},
+        ]
+    )
+    return History(messages), {q: [(draw(new), None)] for q in replaced}, replaced
+
+
+@settings(max_examples=300, deadline=None)
+@given(replacements())
+def test_a_message_swapped_in_place_carries_fresh_views(
+    edit: tuple[History, dict[int, list[Any]], set[int]],
+) -> None:
+    history, inserts, skip = edit
+    views.call_facts(history)
+    edited = history.edited(inserts, skip)
+    assert edited.messages == _reference(history, inserts, skip).messages
+    assert splice.CHECK  # the carried index (groups, their order) was compared with a fresh one
+
+
+def test_a_role_whose_first_message_was_swapped_moves_in_the_group_order() -> None:
+    """The groups beyond tool, assistant and user come in order of first appearance: swapping
+    the first system message away puts the developer group before the system group."""
+    history = History(
+        [
+            {"role": "system", "content": "a"},
+            {"role": "developer", "content": "b"},
+            {"role": "user", "content": "c"},
+            {"role": "system", "content": "d"},
+        ]
+    )
+    history.index  # noqa: B018
+    edited = history.edited({0: [({"role": "user", "content": "e"}, None)]}, {0})
+    assert list(edited.index.positions) == ["user", "developer", "system"]
+
+
 def test_the_check_catches_a_wrong_carry(monkeypatch: Any) -> None:
     monkeypatch.setattr(splice, "_shifted", lambda positions, start, end, shift: [])
     history = History(
