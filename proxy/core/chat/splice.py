@@ -114,7 +114,8 @@ def _index_in_place(index: Index, messages: list[Message], replaced: list[int]) 
     positions = {"tool": [], **old}  # the index's groups in its order (tool first, if empty)
     for role in touched:
         positions[role] = _swapped(old.get(role, []), gone, taken.get(role, []))
-    if not (touched.issubset(_USUAL) and touched.issubset(old)):  # a group came: order anew
+    # A new group, or one past the usual three whose first message may have moved: order anew.
+    if not (touched.issubset(_USUAL) and touched.issubset(old)):
         positions = _ordered(positions)
     callers = _swapped(index.callers, gone, callers)
     odd = _swapped(index.odd_content, gone, odd)
