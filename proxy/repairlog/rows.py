@@ -22,11 +22,12 @@ def record_row(
     ts: Callable[[datetime], Any],
     blob: Callable[[bytes], Any],
     packer: Packer,
-    keys: Mapping[str, RepeatKey] | None = None,
+    keys: Mapping[str, RepeatKey],
 ) -> tuple[Any, ...]:
     """One ``records`` row (:data:`STORED_FIELDS`); ``ts`` and ``blob`` adapt timestamps and
     JSON to the driver; the bodies are packed by ``packer``, which collects their blobs; the
-    finding key is the one ``keys`` (:func:`~proxy.repairlog.conversation.repeat_keys`) holds."""
+    finding key is the one ``keys`` (:func:`~proxy.repairlog.conversation.repeat_keys`) holds
+    (computed here for a record without a conversation, which has none there)."""
 
     def json(value: Any) -> Any:
         return None if value is None else blob(dumps(value))
@@ -44,7 +45,7 @@ def record_row(
         record.listed,
     )
 
-    key = None if keys is None else keys.get(record.id)
+    key = keys.get(record.id)
     return (
         record.id,
         ts(record.created_at),
