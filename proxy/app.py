@@ -30,7 +30,7 @@ from proxy.relay.asgi import RESPONSE_STARTED, send_error
 from proxy.relay.base import Relay
 from proxy.relay.httpx_engine import HttpxRelay
 from proxy.repairlog import RecordWriter, RepairLog, RepairLogUnavailable, open_repair_log
-from proxy.routing import split_path
+from proxy.routing import split_target
 from proxy.settings import ServerSettings, Settings
 
 LOGGER = logging.getLogger("toolcall_guard")
@@ -67,7 +67,7 @@ class Front:
             return
         if cors is not None:
             send = with_cors(send, cors)
-        target = split_path(scope["path"])
+        target = split_target(scope["path"])
         try:
             if target is not None:  # the hot path marks the scope itself: no wrapper per send
                 await self.proxy(scope, receive, send, target)

@@ -47,6 +47,7 @@ FIRST_TIER: dict[str, dict[str, Any]] = {
     },
     "gemini": {
         "base_url": "https://generativelanguage.googleapis.com/v1beta/openai",
+        "gemini_base_url": "https://generativelanguage.googleapis.com",
         "api_key_env": "GEMINI_API_KEY",
         "models": ["gemini-*"],
         "policy": "gemini",
@@ -117,6 +118,28 @@ ANTHROPIC_COMPATIBLE: dict[str, dict[str, Any]] = {
     },
 }
 
+#: Gemini's native API on Google Cloud (issue 33; gemini-native.md §7): Vertex AI and Code
+#: Assist (gemini-cli's Google login, ``CODE_ASSIST_ENDPOINT``). Both take an OAuth token as
+#: ``Authorization: Bearer``: the client's passes through unless the operator names a variable
+#: holding one (``api_key_env``). No model globs: Gemini model names are the ``gemini``
+#: upstream's; reach these by path prefix (/vertex/v1beta1/…), by the header, or because a
+#: Vertex path (/…/projects/{p}/locations/{l}/publishers/google/models/…) or Code Assist's
+#: /v1internal says so.
+GOOGLE_CLOUD: dict[str, dict[str, Any]] = {
+    "vertex": {
+        "gemini_base_url": "https://aiplatform.googleapis.com",
+        "key_header": "authorization",
+        "models": [],
+        "policy": "vertex",
+    },
+    "code-assist": {
+        "gemini_base_url": "https://cloudcode-pa.googleapis.com",
+        "key_header": "authorization",
+        "models": [],
+        "policy": "code-assist",
+    },
+}
+
 #: The second tier is built in now that its presets exist (proxy/core/policy.py); False keeps
 #: the built-ins to the first tier.
 SECOND_TIER_BUILT_IN = True
@@ -124,7 +147,12 @@ SECOND_TIER_BUILT_IN = True
 
 def builtin_upstreams() -> dict[str, dict[str, Any]]:
     """The built-in upstreams as plain data (fresh copies, safe to merge into)."""
-    table = FIRST_TIER | (SECOND_TIER if SECOND_TIER_BUILT_IN else {}) | ANTHROPIC_COMPATIBLE
+    table = (
+        FIRST_TIER
+        | (SECOND_TIER if SECOND_TIER_BUILT_IN else {})
+        | ANTHROPIC_COMPATIBLE
+        | GOOGLE_CLOUD
+    )
     return {name: {**fields, "models": list(fields["models"])} for name, fields in table.items()}
 
 
@@ -160,10 +188,14 @@ def merge_upstreams(
     upstreams = merge(builtin, file)
     known = [*upstreams, *(name for name in given if name not in upstreams)]
     for name, fields in env.items():
-        complete = isinstance(fields, dict) and {"base_url", "policy"} <= set(fields)
+        complete = isinstance(fields, dict) and "policy" in fields and _has_base(fields)
         if name not in known and not complete:
             raise ConfigError(_unknown_env_upstream(name, fields, known))
     return merge(upstreams, env)
+
+
+def _has_base(fields: dict[str, Any]) -> bool:
+    return any(key.endswith("base_url") for key in fields)
 
 
 def _unknown_env_upstream(name: str, fields: Any, known: list[str]) -> str:

@@ -39,7 +39,24 @@ from typing import Any, Literal
 import orjson
 
 #: The error body a wire API's clients parse (:attr:`proxy.core.wire.Wire.error_shape`).
-Shape = Literal["openai", "anthropic"]
+Shape = Literal["openai", "anthropic", "google"]
+
+#: Google's canonical status per HTTP status (google.rpc.Code; gemini-native.md §2).
+GOOGLE_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "UNIMPLEMENTED",
+    408: "DEADLINE_EXCEEDED",
+    409: "ABORTED",
+    413: "INVALID_ARGUMENT",
+    415: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 
 #: Anthropic's error ``type`` per status (platform.claude.com/docs/en/api/errors).
 ANTHROPIC_TYPES = {
@@ -69,6 +86,8 @@ class ProxyError(Exception):
         return {}
 
     def payload(self, shape: Shape = "openai") -> dict[str, Any]:
+        if shape == "google":
+            return {"error": self._google()}
         if shape == "anthropic":
             kind = ANTHROPIC_TYPES.get(self.status)
             if kind is None:
@@ -79,6 +98,20 @@ class ProxyError(Exception):
             }
         fields = {"message": self.message, "type": self.openai_type, "param": self.param}
         return {"error": {**fields, "code": self.code, **self.extra()}}
+
+    def _google(self) -> dict[str, Any]:
+        """Google's envelope (gemini-native.md §2): code, message, status, and a ``BadRequest``
+        detail naming the field (``contents[3].parts[1]``) when the error has one."""
+        error: dict[str, Any] = {
+            "code": self.status,
+            "message": self.message,
+            "status": GOOGLE_STATUSES.get(self.status, "INTERNAL"),
+        }
+        if self.param is not None:
+            violation = {"field": self.param, "description": self.message}
+            detail = {"@type": "type.googleapis.com/google.rpc.BadRequest"}
+            error["details"] = [{**detail, "fieldViolations": [violation]}]
+        return {**error, **self.extra()}
 
     def body(self, shape: Shape = "openai") -> bytes:
         return orjson.dumps(self.payload(shape))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
+from proxy.core.wire import Wire, native_target
 from proxy.errors import ApiNotServed, BadRequestBody, UnknownUpstream
 from proxy.settings import Settings
 
@@ -35,6 +36,25 @@ def check_model(model: Any, limit: int) -> None:
 def clipped(value: str, limit: int = _QUOTED) -> str:
     """``value`` cut to ``limit`` characters, for an error message or a log line."""
     return value if len(value) <= limit else value[:limit] + "…"
+
+
+Target = tuple[str | None, str, Wire | None]
+
+
+def split_target(path: str) -> Target | None:
+    """:func:`split_path`'s prefix and rest, and the row of an API whose paths carry their own
+    version (Gemini's native API: the rest then keeps its version), None for a path the proxy
+    does not relay. The OpenAI family's ``/v1/…`` paths are told apart without a pattern."""
+    if not path.startswith("/v1/") or ":" in path or path.startswith(_NATIVE_V1):
+        native = native_target(path)
+        if native is not None:
+            return native[1], native[2], native[0]
+    found = split_path(path)
+    return None if found is None else (*found, None)
+
+
+#: ``/v1/`` paths of Vertex resources (Gemini's native API on Google Cloud).
+_NATIVE_V1 = ("/v1/projects/", "/v1/publishers/")
 
 
 def split_path(path: str) -> tuple[str | None, str] | None:
@@ -65,6 +85,11 @@ class Router:
         self._names = frozenset(settings.upstreams)
         self._max_model = settings.server.max_model_length
         self._by_model: dict[str, str | None] = {}
+        dialects: dict[str, list[str]] = {}
+        for name in settings.upstreams:
+            dialects.setdefault(settings.policy_for(name).dialect, []).append(name)
+        #: The upstream of each dialect only one upstream has (Vertex, Code Assist paths).
+        self._by_dialect = {d: names[0] for d, names in dialects.items() if len(names) == 1}
 
     def by_prefix(self, prefix: str) -> str:
         """The upstream a path prefix names; 404 ``unknown_upstream`` when there is none."""
@@ -76,8 +101,12 @@ class Router:
             status=404,
         )
 
-    def pick(self, header: str | None, model: Any) -> str:
-        """The upstream named by the header, else matched by ``model``, else the default."""
+    def pick(self, header: str | None, model: Any, endpoint: str = "") -> str:
+        """The upstream named by the header, else the one upstream whose dialect is the kind
+        of ``endpoint`` the path's shape says (a Vertex or Code Assist path), else matched by
+        ``model``, else the default."""
+        if header is None and endpoint in self._by_dialect:
+            return self._by_dialect[endpoint]
         if header is not None:
             if header in self._names:
                 return header

@@ -88,10 +88,20 @@ class RepairLogSettings(_Section):
 
 
 class UpstreamSettings(_Section):
-    base_url: str
+    #: The upstream's OpenAI-compatible base (ends with its version, e.g. /v1): serves chat
+    #: completions, Responses and every other /v1/… path. An upstream that serves only another
+    #: API (Vertex, Code Assist) has none.
+    base_url: str | None = None
     #: The upstream's Anthropic-compatible base (ends in /v1): serves POST /v1/messages.
     anthropic_base_url: str | None = None
+    #: The root of the upstream's Gemini-native API, without a version
+    #: (https://generativelanguage.googleapis.com): serves /{version}/models/{model}:… and
+    #: the other native paths, the version of the request's path appended.
+    gemini_base_url: str | None = None
     api_key_env: str | None = None
+    #: The request header the proxy's key goes in when it is not the API's usual one
+    #: (Vertex and Code Assist take ``authorization`` for a Bearer token).
+    key_header: Literal["authorization", "x-api-key", "x-goog-api-key", "api-key"] | None = None
     models: list[str] = []
     policy: str | None = None  # default: the upstream's own name if that is a preset, else openai
     connect_timeout: float = Field(10.0, gt=0)
@@ -103,14 +113,19 @@ class UpstreamSettings(_Section):
 
     @model_validator(mode="after")
     def _url(self) -> UpstreamSettings:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError("base_url must start with http:// or https://")
-        self.base_url = self.base_url.rstrip("/")
-        if self.anthropic_base_url is not None:
-            if not self.anthropic_base_url.startswith(("http://", "https://")):
-                raise ValueError("anthropic_base_url must start with http:// or https://")
-            self.anthropic_base_url = self.anthropic_base_url.rstrip("/")
+        bases = [name for name in BASE_KEYS if getattr(self, name) is not None]
+        if not bases:
+            raise ValueError(f"required: an upstream needs one of {', '.join(BASE_KEYS)}")
+        for name in bases:
+            value: str = getattr(self, name)
+            if not value.startswith(("http://", "https://")):
+                raise ValueError(f"{name} must start with http:// or https://")
+            setattr(self, name, value.rstrip("/"))
         return self
+
+
+#: The upstream settings naming a base URL, one per kind of API an upstream serves.
+BASE_KEYS = ("base_url", "anthropic_base_url", "gemini_base_url")
 
 
 class RoutingSettings(_Section):
@@ -260,8 +275,6 @@ def _explain(exc: ValidationError) -> str:
         if error["type"] == "extra_forbidden":
             allowed = _fields_at(loc[:-1])
             message = "unknown key" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
-        elif error["type"] == "missing" and loc[-1:] == ("base_url",):
-            message = "required: a new upstream needs base_url"
         lines.append(f"{key}: {message}" if key else message)
     return "invalid configuration: " + "; ".join(lines)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import proxy.settings
-from proxy.settings import Settings
+from proxy.settings import BASE_KEYS, Settings
 
 LOGGER = logging.getLogger("toolcall_guard.startup")
 
@@ -46,7 +46,8 @@ def upstreams_described(settings: Settings) -> str:
     described = []
     for name, upstream in settings.upstreams.items():
         key = f" (key {upstream.api_key_env})" if settings.secret(upstream.api_key_env) else ""
-        described.append(f"{name} {upstream.base_url}{key}")
+        base = next(b for k in BASE_KEYS if (b := getattr(upstream, k)) is not None)
+        described.append(f"{name} {base}{key}")
     return ", ".join(described)
 
 

@@ -10,11 +10,17 @@ import pytest
 
 from proxy import config_layers
 from proxy import settings as settings_module
-from proxy.config_layers import ANTHROPIC_COMPATIBLE, FIRST_TIER, SECOND_TIER, builtin_upstreams
+from proxy.config_layers import (
+    ANTHROPIC_COMPATIBLE,
+    FIRST_TIER,
+    GOOGLE_CLOUD,
+    SECOND_TIER,
+    builtin_upstreams,
+)
 from proxy.errors import ConfigError
 from proxy.settings import ServerSettings, UpstreamSettings, load_settings
 
-BUILT_IN = [*FIRST_TIER, *SECOND_TIER, *ANTHROPIC_COMPATIBLE]
+BUILT_IN = [*FIRST_TIER, *SECOND_TIER, *ANTHROPIC_COMPATIBLE, *GOOGLE_CLOUD]
 
 
 @pytest.fixture(autouse=True)
@@ -110,7 +116,7 @@ def test_a_default_route_to_a_dropped_upstream_says_so(tmp_path: Path) -> None:
 
 def test_a_new_upstream_without_base_url_says_it_is_required(tmp_path: Path) -> None:
     path = _toml(tmp_path, '[upstreams.local]\nmodels = ["local-*"]\n')
-    assert "upstreams.local.base_url: required" in _error(path)
+    assert "upstreams.local: required: an upstream needs one of base_url" in _error(path)
 
 
 @pytest.mark.parametrize(
@@ -178,4 +184,4 @@ def test_the_second_tier_is_built_in_behind_one_switch(monkeypatch: pytest.Monke
     assert list(load_settings().upstreams) == BUILT_IN  # each routed with its own preset
     assert all(u.policy == name for name, u in load_settings().upstreams.items())
     monkeypatch.setattr(config_layers, "SECOND_TIER_BUILT_IN", False)
-    assert list(builtin_upstreams()) == [*FIRST_TIER, *ANTHROPIC_COMPATIBLE]
+    assert list(builtin_upstreams()) == [*FIRST_TIER, *ANTHROPIC_COMPATIBLE, *GOOGLE_CLOUD]

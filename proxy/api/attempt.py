@@ -39,7 +39,8 @@ def event_error_type(event: str) -> str:
     except orjson.JSONDecodeError:
         return "stream_error"
     error = found.get("error") if type(found) is dict else None
-    kind = error.get("type") if type(error) is dict else None
+    # Anthropic's and OpenAI's name a ``type``; Google's a ``status`` (``UNAVAILABLE``).
+    kind = (error.get("type") or error.get("status")) if type(error) is dict else None
     return kind if type(kind) is str and len(kind) <= 64 else "stream_error"
 
 

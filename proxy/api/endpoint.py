@@ -46,8 +46,8 @@ from proxy.api.noapi import explained
 from proxy.api.retry import Retry
 from proxy.api.scrub import scrubbed
 from proxy.api.state import RequestState
-from proxy.api.units import UNITS, WireApi, unit_for
-from proxy.core.wire import CHAT, Wire
+from proxy.api.units import UNITS, WireApi, native_unit, unit_for
+from proxy.core.wire import CHAT, Route, Wire
 from proxy.errors import ProxyError, Unauthorized
 from proxy.relay.asgi import (
     ClientGone,
@@ -62,7 +62,7 @@ from proxy.relay.base import RawHeaders, Relay, UpstreamResponse
 from proxy.relay.http import decoded, upstream_target
 from proxy.repairlog import RecordWriter
 from proxy.repairlog.record import new_record_id
-from proxy.routing import Router
+from proxy.routing import Router, Target
 from proxy.settings import Settings
 
 
@@ -88,6 +88,8 @@ class ProxyEndpoint:
             for name, u in settings.upstreams.items()
             if (key := settings.secret(u.api_key_env))
         }
+        #: The header an upstream takes its key in, where not the API's usual one (Vertex).
+        self.key_headers = {n: u.key_header for n, u in settings.upstreams.items() if u.key_header}
         #: The configured client keys, each with its reporter name (a digest, never the key).
         self.client_keys = client_digests(settings.client_keys())
         self.relay: Relay | None = None
@@ -97,25 +99,24 @@ class ProxyEndpoint:
         self.relay = relay
         self.writer = writer
 
-    async def __call__(
-        self, scope: Scope, receive: Receive, send: Send, target: tuple[str | None, str]
-    ) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, target: Target) -> None:
         state = RequestState(scope, receive, send)
-        prefix, rest = target
-        unit = unit_for(self.units, rest)
+        prefix, rest, native = target
+        unit, route = self._unit(rest, native)
         wire = CHAT if unit is None else unit.wire
         try:
             self._authorize(state, wire)  # first: nothing, not even upstream names, before a key
             upstream = self.router.by_prefix(prefix) if prefix is not None else None
-            path = upstream_target(scope, prefix, rest)
+            path = upstream_target(scope, prefix, rest, versioned=native is not None)
             body = await read_body(receive, self.max_body, self.body_timeout)
             state.body_size = len(body)
-            if unit is not None and rest == unit.path and scope["method"] == "POST":
-                upstream, body = self.guard.check(state, unit, upstream, body)
+            if route is not None and route.checked and scope["method"] == "POST":
+                assert unit is not None
+                upstream, body = self.guard.check(state, unit, upstream, body, route)
             elif upstream is None:
                 header = state.upstream_name()  # the body is parsed only when it must be
-                model = limits.model_of(body) if header is None else None
-                upstream = self.router.pick(header, model)
+                model = _model(route, body) if header is None else None
+                upstream = self.router.pick(header, model, route.endpoint if route else "")
             state.log.upstream = upstream
             base = self.router.base_url(upstream, *_base(unit))
             await self._forward(state, upstream, base + path, body, wire)
@@ -128,6 +129,17 @@ class ProxyEndpoint:
             state.gone()  # nothing was sent
         finally:
             self._finish(state)
+
+    def _unit(self, rest: str, native: Wire | None) -> tuple[WireApi | None, Route | None]:
+        """The unit serving the path, and what the path says (checked, model, streaming)."""
+        if native is not None:
+            unit = native_unit(self.units, native)
+            found = native.route(rest) if native.route is not None else None
+            return unit, found or _RELAYED
+        unit = unit_for(self.units, rest)
+        if unit is None:
+            return None, None
+        return unit, _CHECKED if rest == unit.path else _RELAYED
 
     def _authorize(self, state: RequestState, wire: Wire) -> None:
         """401 unless the client sent a client key (when they are configured): as
@@ -181,7 +193,7 @@ class ProxyEndpoint:
     def _injected(self, upstream: str, wire: Wire) -> bytes | None:
         """The value of the key header the proxy sends ``upstream`` for ``wire``, if any."""
         key = self.keys.get(upstream)
-        return None if key is None else wire.key_value(key)
+        return None if key is None else wire.key_value(key, self.key_headers.get(upstream))
 
     async def _send(
         self, state: RequestState, upstream: str, url: str, headers: RawHeaders, body: bytes
@@ -211,7 +223,8 @@ class ProxyEndpoint:
             response = await scrubbed(response, key)  # it may quote the key the proxy gave it
         out = ClientHeaders(response.headers, self._own_headers(state), log)
         await start_response(state.scope, state.send, status, out.headers)
-        errors = ErrorEvent(self.error_bytes) if out.sse and attempt is not None else None
+        sse = out.sse and attempt is not None
+        errors = ErrorEvent(self.error_bytes, wire.stream_error) if sse else None
         ending, captured = await relay_body(
             state.send,
             response,
@@ -251,7 +264,8 @@ class ProxyEndpoint:
         headers = state.forward
         key = self._injected(upstream, wire)
         if key is not None:  # the proxy's key, as the row says; the client's are dropped
-            headers.append((wire.key_header.encode(), key))
+            header = self.key_headers.get(upstream) or wire.key_header
+            headers.append((header.encode(), key))
             return headers
         if state.auth is not None and not self.client_keys:
             # With client keys configured the client's Authorization is a key for this proxy,
@@ -277,6 +291,14 @@ class ProxyEndpoint:
             self.writer.submit(state.record(upstream))
         elif state.record_id is not None and self.writer is not None:
             self.writer.withdraw(state.record_id)
+
+
+_CHECKED, _RELAYED = Route(checked=True), Route(checked=False)
+
+
+def _model(route: Route | None, body: bytes) -> object:
+    """The model a request the proxy does not check is routed by: its path's, else its body's."""
+    return route.model if route is not None and route.model else limits.model_of(body)
 
 
 def _base(unit: WireApi | None) -> tuple[str, str]:

@@ -20,11 +20,14 @@ from proxy.api.units import WireApi
 from proxy.core.history import MalformedHistory
 from proxy.core.policy import MODES, Outcome, Policy, sanitize
 from proxy.core.rule import Finding, Items
+from proxy.core.wire import Route
 from proxy.errors import BadRequestBody, HistoryRejected
 from proxy.relay.http import inflated
 from proxy.routing import Router, check_model
 from proxy.settings import Settings
 
+#: A checked path that says nothing more (chat, Responses, Messages: the body says it all).
+_ROUTE = Route(checked=True)
 #: The pseudo-rule of findings about a body no policy can work on (always a 400).
 MALFORMED = "malformed_history"
 
@@ -65,20 +68,28 @@ class Guard:
             ) from None
 
     def check(
-        self, state: RequestState, unit: WireApi, upstream: str | None, body: bytes
+        self,
+        state: RequestState,
+        unit: WireApi,
+        upstream: str | None,
+        body: bytes,
+        route: Route = _ROUTE,
     ) -> tuple[str, bytes]:
-        """Parse, route and sanitize; the upstream and the bytes to forward."""
+        """Parse, route and sanitize; the upstream and the bytes to forward. ``route``: what
+        the request path says (Gemini's: the model, whether it streams)."""
         started = perf_counter()
         encoding = state.content_encoding()
         text = body if encoding is None else inflated(body, encoding, self.server.max_body_bytes)
         state.body_size = len(text)  # what the record holds is the parsed body, not the wire's
         state.checking(unit.name)
         data = state.data = limits.parse(text, self.server.max_json_depth)
-        history = self._history(state, unit, data)
+        history = self._history(state, unit, data, route.model)
         unit.check_sizes(history.messages, len(body), self.server)
-        check_model(data.get("model"), self.server.max_model_length)
-        state.parsed(data)
-        upstream = upstream or self.router.pick(state.upstream_name(), state.log.model)
+        check_model(route.model or data.get("model"), self.server.max_model_length)
+        state.parsed(data, route.model, route.streams)
+        upstream = upstream or self.router.pick(
+            state.upstream_name(), state.log.model, route.endpoint
+        )
         state.log.upstream = upstream  # a rejected request's record names it too
         self.router.base_url(upstream, unit.base_key, unit.name)  # 400 before any work
         policy = self.policy(upstream, state)
@@ -108,10 +119,10 @@ class Guard:
         state.extra_findings.extend(f.as_dict() for f in findings)
         return stripped
 
-    def _history(self, state: RequestState, unit: WireApi, data: Any) -> Items:
+    def _history(self, state: RequestState, unit: WireApi, data: Any, model: str) -> Items:
         """The unit's history; a malformed one is rejected and recorded (DESIGN §7)."""
         try:
-            return unit.wire.history(data)
+            return unit.wire.history(data, model)
         except MalformedHistory as exc:
             state.malformed(Finding(MALFORMED, "reject", exc.path or "", str(exc)))
             raise BadRequestBody(str(exc), param=exc.path) from exc

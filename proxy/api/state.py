@@ -141,12 +141,13 @@ class RequestState:
         """The body goes through wire API ``api``'s check."""
         self.log.route = self.api = api
 
-    def parsed(self, data: dict[str, Any]) -> None:
-        """The body parsed: a JSON object with a well-formed history."""
+    def parsed(self, data: dict[str, Any], model: str = "", streams: bool = False) -> None:
+        """The body parsed: a JSON object with a well-formed history. ``model`` and
+        ``streams``: what the request path says (Gemini's native API), else the body."""
         self.data = data
-        model = data.get("model")
-        self.log.model = model if type(model) is str else None
-        self.stream = data.get("stream") is True
+        named = model or data.get("model")
+        self.log.model = named if type(named) is str else None
+        self.stream = streams or data.get("stream") is True
 
     def malformed(self, finding: Finding) -> None:
         """The body has no history any policy can work on: rejected (and recorded)."""

@@ -55,18 +55,24 @@ def count_only(items: list[Any], body_size: int, server: ServerSettings) -> None
 CHAT = WireApi(rows.CHAT, limits.check_sizes)
 RESPONSES = WireApi(rows.RESPONSES, count_only)
 MESSAGES = WireApi(rows.MESSAGES, count_only, base_key="anthropic_base_url")
+GEMINI = WireApi(rows.GEMINI, count_only, base_key="gemini_base_url")
 
 #: The units by the path they serve.
-UNITS: dict[str, WireApi] = {unit.path: unit for unit in (CHAT, RESPONSES, MESSAGES)}
+UNITS: dict[str, WireApi] = {unit.path: unit for unit in (CHAT, RESPONSES, MESSAGES, GEMINI)}
 
 
 def unit_for(units: dict[str, WireApi], rest: str) -> WireApi | None:
     """The unit serving ``rest`` (the path after ``/v1``): its path, or a sub-path of a unit
     whose row routes them (``/messages/count_tokens``)."""
     unit = units.get(rest)
-    if unit is not None:
+    if unit is not None and unit.wire.split is None:
         return unit
     for unit in units.values():
-        if unit.wire.subpaths and rest.startswith(unit.path + "/"):
+        if unit.wire.subpaths and unit.wire.split is None and rest.startswith(unit.path + "/"):
             return unit
     return None
+
+
+def native_unit(units: dict[str, WireApi], wire: Wire) -> WireApi | None:
+    """The unit of a row whose paths carry their own version (it serves every such path)."""
+    return next((unit for unit in units.values() if unit.wire is wire), None)

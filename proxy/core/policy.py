@@ -35,38 +35,38 @@ _CODES = {"R": _R, "-": _OFF, "X": "reject"}
 #: Rules whose detection reads the provider record (what it refuses) are R everywhere: they
 #: find nothing where the record says the provider accepts the history. anthropic, glm and
 #: minimax take OpenAI's column on chat (no chat evidence beyond their records) except
-#: image_outside_user, an OpenAI rule.
+#: image_outside_user, an OpenAI rule; vertex and code-assist take Gemini's (the same models).
 _TABLE = """
-legacy_function_role      R R R R R R R - R R R R R
-developer_role            R R R R R R R R R R R R R
-unknown_role              X X X X X X X X X X X X X
-tool_call_shape           R R R R R R R R R R R R R
-arguments_not_string      R R R R R R R R R R R R R
-arguments_invalid_json    - - R - - - R - R R - - -
-empty_tool_calls          R - - - R - - R R - R R R
-tool_content_shape        R R R R R R R R R R R R R
-content_parts_unsupported R R R R R R R R R R R R R
-content_null              R R R R R R R R R R R R R
-image_outside_user        R - - - - - - - - - - - -
-duplicate_tool_call_id    R R R R R R R R R R R R R
-misplaced_tool_result     R R R R R R R R R R R R R
-duplicate_tool_result     R R R R R R R R R R R R R
-orphan_tool_result        R R R R R R R R R R R R R
-missing_tool_result       R R R R R R R R R R R R R
-too_many_tool_calls       R R R R R R R R R R R R R
-tool_call_id_format       R R R R R R R R R R R R R
-tool_message_name         - - - - - add strip - - - - - -
-missing_reasoning_content R R R R R R R R R R R R R
-thought_signature         R R R R R R R R R R R R R
-function_call_turn_order  - - R - - - - - - - - - -
-consecutive_same_role     - - - - - - - - - - - - -
-user_after_tool           - - - - R - - - R - - - -
-empty_assistant_message   - R R - R - R - R - - - -
-empty_text                - - R - - - - - - - - - -
-empty_system_message      R R R R R R R R R R R R R
-content_object            R R R R R R R R R R R R R
-unknown_message_field     R R R R R R R R R R R R R
-tool_choice_without_tools R R R R R R R R R R R R R
+legacy_function_role      R R R R R R R - R R R R R R R
+developer_role            R R R R R R R R R R R R R R R
+unknown_role              X X X X X X X X X X X X X X X
+tool_call_shape           R R R R R R R R R R R R R R R
+arguments_not_string      R R R R R R R R R R R R R R R
+arguments_invalid_json    - - R - - - R - R R - - - R R
+empty_tool_calls          R - - - R - - R R - R R R - -
+tool_content_shape        R R R R R R R R R R R R R R R
+content_parts_unsupported R R R R R R R R R R R R R R R
+content_null              R R R R R R R R R R R R R R R
+image_outside_user        R - - - - - - - - - - - - - -
+duplicate_tool_call_id    R R R R R R R R R R R R R R R
+misplaced_tool_result     R R R R R R R R R R R R R R R
+duplicate_tool_result     R R R R R R R R R R R R R R R
+orphan_tool_result        R R R R R R R R R R R R R R R
+missing_tool_result       R R R R R R R R R R R R R R R
+too_many_tool_calls       R R R R R R R R R R R R R R R
+tool_call_id_format       R R R R R R R R R R R R R R R
+tool_message_name         - - - - - add strip - - - - - - - -
+missing_reasoning_content R R R R R R R R R R R R R R R
+thought_signature         R R R R R R R R R R R R R R R
+function_call_turn_order  - - R - - - - - - - - - - R R
+consecutive_same_role     - - - - - - - - - - - - - - -
+user_after_tool           - - - - R - - - R - - - - - -
+empty_assistant_message   - R R - R - R - R - - - - R R
+empty_text                - - R - - - - - - - - - - R R
+empty_system_message      R R R R R R R R R R R R R R R
+content_object            R R R R R R R R R R R R R R R
+unknown_message_field     R R R R R R R R R R R R R R R
+tool_choice_without_tools R R R R R R R R R R R R R R R
 """
 PROVIDER_PRESETS: dict[str, dict[str, str]] = {dialect: {} for dialect in DIALECTS}
 for _row in _TABLE.strip().splitlines():

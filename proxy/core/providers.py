@@ -15,7 +15,7 @@ a non-empty ``tool_calls`` or a non-null ``function_call``), and the roles ``sys
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from types import MappingProxyType
@@ -255,11 +255,17 @@ GLM = Provider(name="glm", messages_api=messages_facts.GLM)
 #: schema evidence, so unknown keys are left alone.
 MINIMAX = Provider(name="minimax", messages_api=messages_facts.MINIMAX)
 
+#: Gemini on Vertex AI and through Code Assist (issue 33): Google's models, so Gemini's chat
+#: facts on their OpenAI-compatible paths; what their native endpoints refuse differs by
+#: endpoint, and is the Gemini-native package's data (proxy/core/gemini/facts.py).
+VERTEX = replace(GEMINI, name="vertex")
+CODE_ASSIST = replace(GEMINI, name="code-assist")
+
 PROVIDERS: dict[str, Provider] = {
     p.name: p
     for p in (
         *(OPENAI, DEEPSEEK, GEMINI, KIMI, MISTRAL, GROQ, XAI, QWEN, VLLM, OLLAMA),
-        *(ANTHROPIC, GLM, MINIMAX),
+        *(ANTHROPIC, GLM, MINIMAX, VERTEX, CODE_ASSIST),
     )
 }
 

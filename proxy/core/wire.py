@@ -15,15 +15,36 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from proxy.core.chat.messages import History, messages_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.paths import parse_native, split_native
 from proxy.core.messages.items import Messages
 from proxy.core.policy import Outcome, Policy, sanitize
 from proxy.core.responses.items import Items as ResponseItems
 from proxy.core.rule import Items
 
-ErrorShape = Literal["openai", "anthropic"]
+ErrorShape = Literal["openai", "anthropic", "google"]
+
+
+class HistoryOf(Protocol):
+    """A row's structural check: the rules' view of a body's history. ``model`` is the model
+    the request path names (Gemini's native API), ``""`` where the body names it."""
+
+    def __call__(self, body: Any, model: str = "") -> Items: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """What a request path says beyond which API serves it."""
+
+    checked: bool  # a POST here carries a history the proxy checks
+    model: str = ""  # the model the path names ("": the body names it)
+    streams: bool = False  # the path asks for a streamed answer (the body's ``stream`` else)
+    #: The kind of endpoint the path's shape belongs to (Gemini: ``vertex``, ``code-assist``),
+    #: matched against upstream dialects when nothing else routes the request.
+    endpoint: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +56,7 @@ class Wire:
     history_key: str  # the body's key holding the history
     #: The rules' view of a body's history after the structural checks every request needs
     #: (raises :class:`~proxy.core.history.MalformedHistory`: always a 400), body riding along.
-    history: Callable[[Any], Items]
+    history: HistoryOf
     #: What an item is, for the diff and the viewer: a role, or an item type.
     kind: Callable[[Any], str | None]
     #: Whether a saved body is certainly of this API (``check`` without ``--api``).
@@ -52,6 +73,15 @@ class Wire:
     key_header: str = "authorization"
     #: Sub-paths (``/messages/count_tokens``) routed and keyed like :attr:`path`, not checked.
     subpaths: bool = False
+    #: For an API whose paths carry their own version (Gemini's native API, whose base URL
+    #: has none): the ``(prefix, rest)`` of a request path that is this API's, else None;
+    #: ``rest`` keeps the version and is appended to the base URL as it is.
+    split: Callable[[str], tuple[str | None, str] | None] | None = None
+    #: With :attr:`split`: what a ``rest`` names (None: relayed unchecked).
+    route: Callable[[str], Route | None] | None = None
+    #: How an error after a stream's first byte begins (Anthropic and Responses name the
+    #: event; Gemini sends a bare ``data: {"error": …}``).
+    stream_error: bytes = b"event: error"
 
     def items(self, body: Any) -> list[Any]:
         """The history list of a body (``[]`` when it has none), unchecked."""
@@ -83,13 +113,22 @@ class Wire:
         digits = path[len(head) : path.find("]", len(head))]
         return int(digits) if digits.isdigit() else None
 
-    def key_value(self, key: str) -> bytes:
-        """The value of :attr:`key_header` carrying the provider key ``key``."""
-        return b"Bearer " + key.encode() if self.key_header == "authorization" else key.encode()
+    def key_value(self, key: str, header: str | None = None) -> bytes:
+        """The value of ``header`` (:attr:`key_header` by default) carrying the provider key."""
+        bearer = (header or self.key_header) == "authorization"
+        return b"Bearer " + key.encode() if bearer else key.encode()
 
 
-def _chat_history(body: Any) -> Items:
+def _chat_history(body: Any, model: str = "") -> Items:
     return History(messages_of(body), request=MappingProxyType(body))
+
+
+def _responses_history(body: Any, model: str = "") -> Items:
+    return ResponseItems.of(body)
+
+
+def _messages_history(body: Any, model: str = "") -> Items:
+    return Messages.of(body)
 
 
 def _role(item: Any) -> str | None:
@@ -158,7 +197,7 @@ RESPONSES = Wire(
     name="responses",
     path="/responses",
     history_key="input",
-    history=ResponseItems.of,
+    history=_responses_history,
     kind=_type_or_role,
     recognises=_is_responses,
     id_keys=("id", "call_id", "approval_request_id"),
@@ -168,7 +207,7 @@ MESSAGES = Wire(
     name="messages",
     path="/messages",
     history_key="messages",
-    history=Messages.of,
+    history=_messages_history,
     kind=_role,
     recognises=_is_messages,
     error_shape="anthropic",
@@ -178,8 +217,41 @@ MESSAGES = Wire(
     skeleton_keys=("content",),
 )
 
+
+def _gemini_route(rest: str) -> Route | None:
+    found = parse_native(rest)
+    if found is None:
+        return None
+    return Route(found.checked, found.model, found.streams, found.endpoint)
+
+
+def _is_gemini(body: Any) -> bool:
+    """``contents`` (or Code Assist's ``request.contents``): no other API has it."""
+    if type(body) is not dict:
+        return False
+    inner = body.get("request")
+    return "contents" in body or (type(inner) is dict and "contents" in inner)
+
+
+GEMINI = Wire(
+    name="gemini",
+    path="/models",  # AI Studio's; every native shape is matched by ``split``
+    history_key="contents",
+    history=Contents.of,
+    kind=_role,
+    recognises=_is_gemini,
+    error_shape="google",
+    key_header="x-goog-api-key",
+    skeleton_keys=("parts", "functionCall", "functionResponse", "function_call"),
+    split=split_native,
+    route=_gemini_route,
+    stream_error=b'data: {"error"',
+)
+
 #: Every wire API by name, in the order ``check`` falls back on when no row recognises a body.
-WIRES: dict[str, Wire] = {wire.name: wire for wire in (CHAT, RESPONSES, MESSAGES)}
+WIRES: dict[str, Wire] = {wire.name: wire for wire in (CHAT, RESPONSES, MESSAGES, GEMINI)}
+#: The rows whose paths :attr:`Wire.split` recognises.
+_NATIVE = tuple(wire for wire in WIRES.values() if wire.split is not None)
 
 
 def sanitize_body(wire: Wire, body: Any, policy: Policy) -> Outcome:
@@ -197,13 +269,28 @@ _PATH = re.compile(r"^(?:/[^/]+)?/v1(/.*)$")
 def wire_for_path(path: str) -> Wire | None:
     """The row serving a request path (``/v1/messages``, ``/deepseek/v1/chat/completions``,
     ``/v1/messages/count_tokens`` for a row with :attr:`Wire.subpaths`), or None."""
+    native = native_target(path)
+    if native is not None:
+        return native[0]
     found = _PATH.match(path)
     if found is None:
         return None
     rest = found.group(1)
     for wire in WIRES.values():
+        if wire.split is not None:
+            continue
         if rest == wire.path or (wire.subpaths and rest.startswith(wire.path + "/")):
             return wire
+    return None
+
+
+def native_target(path: str) -> tuple[Wire, str | None, str] | None:
+    """The row, prefix and rest of a path an API with its own versions serves, or None."""
+    for wire in _NATIVE:
+        assert wire.split is not None
+        found = wire.split(path)
+        if found is not None:
+            return wire, found[0], found[1]
     return None
 
 

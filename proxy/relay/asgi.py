@@ -136,11 +136,12 @@ class ErrorEvent:
     anthropic-messages.md §6) is what the provider said, like a refusal. The stream itself is
     relayed unchanged; the mark is looked for across chunk boundaries too."""
 
-    MARK = b"event: error"
-    __slots__ = ("found", "limit", "tail")
+    __slots__ = ("found", "limit", "mark", "tail")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, mark: bytes = b"event: error") -> None:
         self.limit = limit
+        #: How the error event begins (the API's row says: Gemini's is a bare ``data:`` line).
+        self.mark = mark
         self.found: bytearray | None = None
         self.tail = b""
 
@@ -151,11 +152,11 @@ class ErrorEvent:
                 self.found += chunk[:room]
             return
         window = self.tail + chunk
-        at = window.find(self.MARK)
+        at = window.find(self.mark)
         if at >= 0:
             self.found = bytearray(window[at : at + self.limit])
         else:
-            self.tail = window[-(len(self.MARK) - 1) :]
+            self.tail = window[-(len(self.mark) - 1) :]
 
 
 def _body(chunk: bytes) -> Message:

@@ -93,16 +93,18 @@ def _escape(match: re.Match[bytes]) -> bytes:
     return b"%%%02X" % match[0][0]
 
 
-def upstream_target(scope: Scope, prefix: str | None, rest: str) -> str:
-    """What follows the upstream's ``base_url``: the path after ``/v1`` and the query, as the
-    client encoded them (``%2F``, ``%0A`` stay escaped: the decoded path would change the
-    request, or put a line break in it).
+def upstream_target(scope: Scope, prefix: str | None, rest: str, *, versioned: bool = False) -> str:
+    """What follows the upstream's base URL: the path after ``/v1`` (``versioned``: after the
+    prefix, the version included: Gemini's native paths) and the query, as the client encoded
+    them (``%2F``, ``%0A`` stay escaped: the decoded path would change the request, or put a
+    line break in it).
 
-    400 for ``.``/``..`` segments, which would climb out of the ``base_url`` path.
+    400 for ``.``/``..`` segments, which would climb out of the base URL's path.
     """
     if "/." in rest and any(part in (".", "..") for part in rest.split("/")):
         raise BadRequestBody("A path with '.' or '..' segments is not relayed.", status=400)
-    lead = b"/v1/" if prefix is None else f"/{prefix}/v1/".encode()
+    head = b"/" if prefix is None else f"/{prefix}/".encode()
+    lead = head if versioned else head[:-1] + b"/v1/"
     raw = scope.get("raw_path")
     if raw and raw.startswith(lead):
         path = raw[len(lead) - 1 :]
