@@ -21,9 +21,6 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from proxy.core.messages import facts as messages_facts
-from proxy.core.messages.facts import MessagesFacts
-
 Fields = Mapping[str, frozenset[str]]
 
 CALLER = frozenset({"caller"})
@@ -82,9 +79,6 @@ class Provider:
     #: Globs of the models that want an assistant turn between tool results and a user or system
     #: message (Mistral's ``Unexpected role 'user' after role 'tool'``; none listed: every model).
     alternation_models: tuple[str, ...] = ()
-    #: What its Anthropic Messages endpoint refuses (``anthropic-messages.md`` §3; none known:
-    #: everything accepted).
-    messages_api: MessagesFacts = messages_facts.LENIENT
     #: Roles whose message may not be empty (missing, null, ``""`` or ``[]`` content): Kimi's
     #: ``the message at position 0 with role 'system' must not be empty`` (issue 22).
     empty_refused: frozenset[str] = frozenset()
@@ -151,7 +145,6 @@ DEEPSEEK = Provider(
     missing_content=frozenset(),  # D11: the key on every message
     thinking_models=("deepseek-reasoner*", "deepseek-v4*", "!deepseek-reasoner-r1*"),  # D3-D5
     thinking_switch="thinking",
-    messages_api=messages_facts.DEEPSEEK,
 )
 #: Gemini's OpenAI-compatible layer (G1-G19).
 GEMINI = Provider(
@@ -170,7 +163,6 @@ KIMI = Provider(
     # "Kimi k2.5+" (§4 summary row): the thinking models and the later generations
     thinking_models=("kimi-k2-thinking*", "kimi-k2.[5-9]*", "kimi-k[3-9]*"),
     thinking_switch="thinking",
-    messages_api=messages_facts.KIMI,
     empty_refused=frozenset({"system"}),  # issue 22: empty system prompt refused
 )
 #: Mistral La Plateforme: pydantic models with extra="forbid" (B1 422 extra_forbidden).
@@ -246,14 +238,13 @@ OLLAMA = Provider(name="ollama")
 ANTHROPIC = Provider(
     name="anthropic",
     roles=BASE_ROLES | {"developer"},
-    messages_api=messages_facts.ANTHROPIC,
 )
 #: Zhipu GLM: its chat API answers only the generic ``1214`` (provider-rules.md §4, cause not
 #: known), so its chat rules are OpenAI's without a strict schema (nothing more is known).
-GLM = Provider(name="glm", messages_api=messages_facts.GLM)
+GLM = Provider(name="glm")
 #: MiniMax: chat pairing as OpenAI's (provider-rules.md §4 "MiniMax-style", error 2013); no
 #: schema evidence, so unknown keys are left alone.
-MINIMAX = Provider(name="minimax", messages_api=messages_facts.MINIMAX)
+MINIMAX = Provider(name="minimax")
 
 #: Gemini on Vertex AI and through Code Assist (issue 33): Google's models, so Gemini's chat
 #: facts on their OpenAI-compatible paths; what their native endpoints refuse differs by

@@ -168,8 +168,7 @@ def _named(history: Items, index: int | None, params: Mapping[str, Any]) -> froz
     widen = getattr(history, "named", None)
     if widen is None:
         return frozenset({index})
-    merges = provider_of(params).messages_api.merges_same_role
-    return frozenset(widen(index, merges))
+    return frozenset(widen(index, provider_of(params).name))
 
 
 def _action(rule: Rule, setting: Setting | None, signature: Signature) -> str | None:

@@ -1,6 +1,6 @@
 """What each upstream accepts in an Anthropic Messages request, as data (one record a provider).
 
-Rules read the record of their policy's provider (``provider.messages_api``) and never test a
+Rules read the record of their policy's provider dialect (:func:`facts_of`) and never test a
 provider's name. Every field cites its row of ``anthropic-messages.md`` §3 (M1-M38) and the
 provider matrix; where the matrix says ``?`` (no evidence) the default is to accept, so that
 the proxy leaves the history alone (precision first).
@@ -125,3 +125,13 @@ MINIMAX = MessagesFacts(
     system_role_models=(),
     refused_fields=frozenset({"output_config"}),  # §1, MiniMax-AI/MiniMax-M2.7#17
 )
+
+#: The facts of each provider dialect with a Messages endpoint (others: :data:`LENIENT`).
+BY_DIALECT: Mapping[str, MessagesFacts] = MappingProxyType(
+    {"anthropic": ANTHROPIC, "deepseek": DEEPSEEK, "kimi": KIMI, "glm": GLM, "minimax": MINIMAX}
+)
+
+
+def facts_of(dialect: str) -> MessagesFacts:
+    """What the Messages endpoint of provider dialect ``dialect`` refuses."""
+    return BY_DIALECT.get(dialect, LENIENT)

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from proxy.core.history import CopyOnWrite, MalformedHistory
+from proxy.core.messages.facts import facts_of
 
 Item = dict[str, Any]
 Block = dict[str, Any]
@@ -146,11 +147,11 @@ class Messages(CopyOnWrite):
         request = MappingProxyType({k: v for k, v in self.request.items() if k not in names})
         return type(self)(self.messages, self.origins, request)
 
-    def named(self, index: int, merges: bool) -> frozenset[int]:
-        """The positions an upstream's ``messages.{index}`` names: Anthropic counts merged
-        messages (consecutive ones of one role are one, anthropic-messages.md §3), so its
-        index names every message of that run; others count messages."""
-        if not merges:
+    def named(self, index: int, dialect: str) -> frozenset[int]:
+        """The positions the ``messages.{index}`` of an upstream of ``dialect`` names: Anthropic
+        counts merged messages (consecutive ones of one role are one, anthropic-messages.md
+        §3), so its index names every message of that run; others count messages."""
+        if not facts_of(dialect).merges_same_role:
             return frozenset({index})
         runs: list[list[int]] = []
         for i, role in enumerate(self.roles):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.core.messages.facts import MessagesFacts
+from proxy.core.messages.facts import MessagesFacts, facts_of
 from proxy.core.messages.items import Block, Item, Messages, as_blocks, blocks
 from proxy.core.providers import model_matches, model_of, provider_of
 from proxy.core.rule import Params
@@ -24,7 +24,7 @@ TAG = "[toolcall-guard]"
 
 def facts(params: Params) -> MessagesFacts:
     """The Messages facts of the rule's provider."""
-    return provider_of(params).messages_api
+    return facts_of(provider_of(params).name)
 
 
 def thinking_type(request: Mapping[str, Any]) -> str | None:
