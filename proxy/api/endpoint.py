@@ -37,7 +37,7 @@ from time import perf_counter
 
 from starlette.types import Receive, Scope, Send
 
-from proxy.api import limits
+from proxy.api import fate, limits
 from proxy.api.counters import Counters
 from proxy.api.guard import Guard
 from proxy.api.headers import ClientHeaders, own_headers
@@ -61,7 +61,6 @@ from proxy.relay.asgi import (
 from proxy.relay.base import RawHeaders, Relay, UpstreamResponse
 from proxy.relay.http import decoded, upstream_target
 from proxy.repairlog import RecordWriter
-from proxy.repairlog.record import new_record_id
 from proxy.routing import Router, Target
 from proxy.settings import Settings
 
@@ -109,7 +108,7 @@ class ProxyEndpoint:
             upstream = self.router.by_prefix(prefix) if prefix is not None else None
             path = upstream_target(scope, prefix, rest, versioned=native is not None)
             body = await read_body(receive, self.max_body, self.body_timeout)
-            state.body_size = len(body)
+            state.received(len(body))
             if route is not None and route.checked and scope["method"] == "POST":
                 assert unit is not None
                 upstream, body = self.guard.check(state, unit, upstream, body, route)
@@ -117,7 +116,7 @@ class ProxyEndpoint:
                 header = state.upstream_name()  # the body is parsed only when it must be
                 model = _model(route, body) if header is None else None
                 upstream = self.router.pick(header, model, route.endpoint if route else "")
-            state.log.upstream = upstream
+            state.routed(upstream)
             base = self.router.base_url(upstream, *_base(unit))
             await self._forward(state, upstream, base + path, body, wire)
         except ProxyError as exc:
@@ -204,10 +203,8 @@ class ProxyEndpoint:
             self.counters.overhead.observe(sent - state.log.t0)
         response = await self.relay.send(upstream, state.scope["method"], url, headers, body)
         waited = perf_counter() - sent
-        state.log.upstream_ms = (state.log.upstream_ms or 0.0) + waited * 1000
+        state.upstream_answered(response.status, waited)
         self.counters.upstream_seconds(upstream).observe(waited)
-        if state.attempts:
-            state.attempts[-1].status = response.status
         return response
 
     async def _answer(
@@ -250,7 +247,7 @@ class ProxyEndpoint:
         if state.record_id is not None and self.writer is not None:
             # The id goes out now: its record must answer GET /repairs/{id} from now on, even
             # while the answer (a stream) is still being relayed.
-            build = partial(state.record, state.log.upstream or "-")
+            build = partial(fate.record, state, state.log.upstream or "-")
             self.writer.announce(state.record_id, build)
         extra: RawHeaders = []
         if state.mode_ignored:
@@ -283,12 +280,12 @@ class ProxyEndpoint:
         self.counters.ending(upstream, state.ending or "unknown").inc()
         if self.log_contents:
             log.request = state.data
-        wanted = self.writer is not None and state.wants_record()
+        wanted = self.writer is not None and fate.wants_record(state)
         if wanted:
-            log.record = state.record_id = state.record_id or new_record_id()
+            state.recording()
         log.emit()  # before the record: it sets the total duration the record keeps
         if wanted and self.writer is not None:
-            self.writer.submit(state.record(upstream))
+            self.writer.submit(fate.record(state, upstream))
         elif state.record_id is not None and self.writer is not None:
             self.writer.withdraw(state.record_id)
 

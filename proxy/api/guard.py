@@ -58,7 +58,7 @@ class Guard:
             return policies["repair"]
         if not self.server.allow_mode_header:
             # Not applied, so it must not count anywhere else (the retry reads the mode too).
-            state.mode, state.mode_ignored = None, True
+            state.mode_refused()
             return policies["repair"]
         try:
             return policies[mode_of(state)]
@@ -80,9 +80,10 @@ class Guard:
         started = perf_counter()
         encoding = state.content_encoding()
         text = body if encoding is None else inflated(body, encoding, self.server.max_body_bytes)
-        state.body_size = len(text)  # what the record holds is the parsed body, not the wire's
+        state.received(len(text))
         state.checking(unit.name)
-        data = state.data = limits.parse(text, self.server.max_json_depth)
+        data = limits.parse(text, self.server.max_json_depth)
+        state.read(data)
         history = self._history(state, unit, data, route.model)
         unit.check_sizes(history.messages, len(body), self.server)
         check_model(route.model or data.get("model"), self.server.max_model_length)
@@ -90,7 +91,7 @@ class Guard:
         upstream = upstream or self.router.pick(
             state.upstream_name(), state.log.model, route.endpoint
         )
-        state.log.upstream = upstream  # a rejected request's record names it too
+        state.routed(upstream)
         self.router.base_url(upstream, unit.base_key, unit.name)  # 400 before any work
         policy = self.policy(upstream, state)
         outcome = sanitize(history, policy, unit.name)
@@ -105,10 +106,8 @@ class Guard:
         state.sending(sent, changed=sent is not data)
         if sent is data:  # clean or warned: forwarded as sent
             return upstream, body
-        if encoding is not None:  # the repaired body goes out as plain JSON
-            state.forward = [(k, v) for k, v in state.forward if k != b"content-encoding"]
-        repaired, state.listed = dumps_listed(sent, unit.wire.history_key)
-        state.body_size += len(repaired) + (len(state.listed[1]) if state.listed else 0)
+        repaired, listed = dumps_listed(sent, unit.wire.history_key)
+        state.repaired_body(repaired, listed)
         return upstream, repaired
 
     def _strip_learned(self, state: RequestState, upstream: str, body: Any) -> Any:
@@ -116,7 +115,7 @@ class Guard:
         if self.learned is None or not self.learned.active:
             return body
         stripped, findings = self.learned.strip(upstream, state.log.model, body, state.client)
-        state.extra_findings.extend(f.as_dict() for f in findings)
+        state.stripped([f.as_dict() for f in findings])
         return stripped
 
     def _history(self, state: RequestState, unit: WireApi, data: Any, model: str) -> Items:

@@ -67,10 +67,9 @@ class Retry:
         if plan.learned is not None and self.learned is not None:
             reporter = state.client or body_reporter(attempt.forwarded)
             self.learned.learn(upstream, state.log.model, plan.learned, text, reporter=reporter)
-        state.retrying(plan.rule, [f.as_dict() for f in plan.findings], plan.body)
-        self.counters.retries(upstream, plan.rule).inc()
         again = dumps(plan.body)
-        state.body_size += len(again)  # the record holds this attempt's body too
+        state.retrying(plan.rule, [f.as_dict() for f in plan.findings], plan.body, len(again))
+        self.counters.retries(upstream, plan.rule).inc()
         return replayed, again
 
     def sent(self, state: RequestState, upstream: str, status: int) -> None:

@@ -1,18 +1,20 @@
 """One object per proxied request: what the client sent, what the proxy decided, how it ended.
 
 The endpoint fills a :class:`RequestState` as the request goes; what the proxy decided and how
-the request ended are written through its methods only (:meth:`~RequestState.checking`,
-:meth:`~RequestState.decided`, :meth:`~RequestState.sending`, :meth:`~RequestState.retrying`,
-:meth:`~RequestState.answered`, :meth:`~RequestState.failed`, :meth:`~RequestState.gone`), not
-by the guard, the retry and the endpoint each. When it ends, the log line and, when there is
-something to keep, the repair-log :class:`~proxy.repairlog.record.Record` are both derived from
-it (:meth:`RequestState.record`). Nothing is copied field by field on the way.
+the request ended are written through its methods only (:meth:`~RequestState.received`,
+:meth:`~RequestState.checking`, :meth:`~RequestState.routed`, :meth:`~RequestState.decided`,
+:meth:`~RequestState.sending`, :meth:`~RequestState.retrying`,
+:meth:`~RequestState.upstream_answered`, :meth:`~RequestState.answered`,
+:meth:`~RequestState.failed`, :meth:`~RequestState.gone`…), never by the guard, the retry and the
+endpoint each. When it ends, the log line's and headers' outcome, the metrics and, when there is
+something to keep, the repair-log :class:`~proxy.repairlog.record.Record` are all derived from it
+in one vocabulary (:mod:`proxy.api.fate`). Nothing is copied field by field on the way.
 """
 
 from __future__ import annotations
 
 from time import perf_counter
-from typing import Any
+from typing import Any, Literal
 
 from starlette.types import Receive, Scope, Send
 
@@ -24,13 +26,12 @@ from proxy.logs import RequestLog, request_id
 from proxy.relay.asgi import RESPONSE_STARTED
 from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens
 from proxy.repairlog.classify import classify_refusal
-from proxy.repairlog.conversation import client_product
-from proxy.repairlog.record import Ending, Record, new_record_id
+from proxy.repairlog.record import Ending, new_record_id
 
+#: What the proxy did to a request (:meth:`RequestState.status`).
+Status = Literal["clean", "repaired", "warned", "rejected"]
 #: Request headers that carry a key for the upstream (Azure's, Anthropic's, Google's).
 _KEY_HEADERS = frozenset({b"api-key", b"x-api-key", b"x-goog-api-key"})
-#: Outcomes worth a record even when the upstream accepted the request.
-_RECORDED = frozenset({"repaired", "rejected", "warned"})
 
 
 class RequestState:
@@ -137,13 +138,41 @@ class RequestState:
 
     # --- what the proxy decided and how the request ended: written here only ----------------
 
+    def received(self, size: int) -> None:
+        """The body arrived: ``size`` bytes (decompressed, once a unit's check inflated it:
+        what the record holds is the parsed body, not the wire's)."""
+        self.body_size = size
+
     def checking(self, api: str) -> None:
         """The body goes through wire API ``api``'s check."""
         self.log.route = self.api = api
 
+    def routed(self, upstream: str) -> None:
+        """The request goes to ``upstream`` (a rejected request's record names it too)."""
+        self.log.upstream = upstream
+
+    def mode_refused(self) -> None:
+        """The mode header asked for is not allowed: not applied, so it counts nowhere."""
+        self.mode, self.mode_ignored = None, True
+
+    def stripped(self, findings: list[dict[str, str]]) -> None:
+        """Fields the upstream refused before were stripped up front (learned strips)."""
+        self.extra_findings.extend(findings)
+
+    def repaired_body(self, sent: bytes, listed: tuple[list[Any], bytes] | None) -> None:
+        """The repaired body goes out as ``sent`` (plain JSON: a content encoding the client
+        used no longer applies); ``listed``: its history list and that list's own JSON."""
+        self.forward = [(k, v) for k, v in self.forward if k != b"content-encoding"]
+        self.listed = listed
+        self.body_size += len(sent) + (len(listed[1]) if listed else 0)
+
+    def read(self, data: Any) -> None:
+        """The body parsed (its record holds it, a malformed history's too)."""
+        self.data = data
+
     def parsed(self, data: dict[str, Any], model: str = "", streams: bool = False) -> None:
-        """The body parsed: a JSON object with a well-formed history. ``model`` and
-        ``streams``: what the request path says (Gemini's native API), else the body."""
+        """The body is a JSON object with a well-formed history. ``model`` and ``streams``:
+        what the request path says (Gemini's native API), else the body."""
         self.data = data
         named = model or data.get("model")
         self.log.model = named if type(named) is str else None
@@ -152,14 +181,14 @@ class RequestState:
     def malformed(self, finding: Finding) -> None:
         """The body has no history any policy can work on: rejected (and recorded)."""
         self.outcome = Outcome([], (finding,), changed=False, rejected=True)
-        self.log.outcome = "rejected"
+        self.log.outcome = self.status()
         self.record_id = new_record_id()
 
     def decided(self, outcome: Outcome, policy: Policy, seconds: float) -> None:
         """The policy's outcome, found in ``seconds``."""
         self.outcome, self.policy = outcome, policy
         self.log.sanitize_ms = seconds * 1000
-        self.log.outcome = outcome.status
+        self.log.outcome = self.status()
         if outcome.rejected:
             self.log.rules = rule_list(outcome.rule_counts())
             self.record_id = new_record_id()
@@ -170,17 +199,28 @@ class RequestState:
         if changed or self.log.outcome != "clean":
             self.log.rules = rule_list(self.rule_counts())
             self.record_id = new_record_id()
-        if changed:
-            self.log.outcome = "repaired"
+        self.log.outcome = self.status()
 
-    def retrying(self, rule: str, findings: list[dict[str, str]], body: Any) -> None:
-        """A refusal repaired by ``rule``: ``body`` is sent once more."""
+    def retrying(self, rule: str, findings: list[dict[str, str]], body: Any, size: int) -> None:
+        """A refusal repaired by ``rule``: ``body`` (``size`` bytes) is sent once more."""
+        self.body_size += size  # the record holds this attempt's body too
         self.attempts[-1].retried_rule = rule
         self.record_id = self.record_id or new_record_id()  # named as the answer starts
         self.extra_findings.extend(findings)
-        self.log.outcome = "repaired"  # the answer's headers say what was finally sent
+        self.log.outcome = self.status()  # the answer's headers say what was finally sent
         self.log.rules = rule_list(self.rule_counts())
         self.attempts.append(Attempt(body))
+
+    def upstream_answered(self, status: int, seconds: float) -> None:
+        """An attempt's response headers arrived after ``seconds``."""
+        self.log.upstream_ms = (self.log.upstream_ms or 0.0) + seconds * 1000
+        if self.attempts:
+            self.attempts[-1].status = status
+
+    def recording(self) -> str:
+        """The request gets a record: its id (named at once when the answer started)."""
+        self.log.record = self.record_id = self.record_id or new_record_id()
+        return self.record_id
 
     def answered(self, status: int) -> bool:
         """The upstream's answer starts; whether it refuses a unit's request (recorded)."""
@@ -206,6 +246,18 @@ class RequestState:
         attempt.error = self.scrub(text, key)
         attempt.error_kind = event_error_type(text)
         self.record_id = self.record_id or new_record_id()
+
+    def status(self) -> Status:
+        """What the proxy did to the request, in the one vocabulary the header, the log line,
+        the metrics and the record derive from: ``rejected`` (400 before anything was sent),
+        ``repaired`` (what went out differs from what came in: the policy's repair, a learned
+        strip, a retry's repair), ``warned`` (findings, forwarded as sent) or ``clean``."""
+        outcome = self.outcome
+        if outcome is not None and outcome.rejected:
+            return "rejected"
+        if self.extra_findings or (outcome is not None and outcome.changed):
+            return "repaired"
+        return "warned" if outcome is not None and outcome.findings else "clean"
 
     def upstream_name(self) -> str | None:
         """The upstream the ``x-toolcall-guard-upstream`` header names, if any."""
@@ -238,62 +290,3 @@ class RequestState:
         """The request is over: a status is set whatever happened."""
         if self.log.status is None:  # an unexpected error is on its way to the app's one handler
             self.log.status, self.log.error = 502, "proxy_internal_error"
-
-    def wants_record(self) -> bool:
-        """A record is kept for every repaired, rejected or warned request of a unit, and for
-        every one the upstream refused (4xx), retried or not.
-
-        How the answer ended does not make a record: a clean request whose answer was cut (or
-        whose client left) has none. The repair log says what the proxy changed and what the
-        upstream refused; an upstream that breaks off is an outage of the upstream, seen in the
-        request's log line (``end``) and in ``toolcall_guard_answer_endings_total``. Recording
-        it would write a record, bodies included, for every failing request exactly when the
-        upstream (and often the log) is struggling, for requests the proxy did not touch. A
-        record that exists carries its true ending all the same (:attr:`ending`)."""
-        if self.extra_findings or (self.outcome is not None and self.outcome.status in _RECORDED):
-            return True
-        return any(
-            a.error is not None or (a.status is not None and 400 <= a.status < 500)
-            for a in self.attempts
-        )
-
-    def record(self, upstream: str) -> Record:
-        """The repair-log record of this request, derived from what it did."""
-        log = self.log
-        outcome = self.outcome
-        last = self.attempts[-1] if self.attempts else None
-        refused = last is not None and last.status is not None and 400 <= last.status < 500
-        retried = len(self.attempts) > 1
-        status = outcome.status if outcome is not None else "clean"
-        if self.extra_findings and status in ("clean", "warned"):
-            status = "repaired"
-        errored = refused or (last is not None and last.error is not None)  # event: error too
-        kind = "upstream_rejected" if errored or status == "clean" else status
-        findings = [f.as_dict() for f in outcome.findings] if outcome is not None else []
-        findings += self.extra_findings
-        return Record(
-            upstream=upstream,
-            model=log.model,
-            path=log.path,
-            stream=self.stream,
-            outcome=kind,  # type: ignore[arg-type]
-            findings=findings,
-            received=self.data,
-            forwarded=None if status == "rejected" or last is None else last.forwarded,
-            upstream_status=last.status if last is not None else None,
-            upstream_error=last.error if last is not None else None,
-            upstream_error_kind=last.error_kind if last is not None else None,
-            duration_ms=log.total_ms,
-            sanitize_ms=log.sanitize_ms,
-            upstream_ms=log.upstream_ms,
-            request_id=log.request_id,
-            status=log.status,
-            proxy_error=log.error,
-            ending=self.ending,
-            client=client_product(next((v for k, v in self.forward if k == b"user-agent"), None)),
-            attempts=[a.as_dict() for a in self.attempts] if retried else None,
-            id=self.record_id or new_record_id(),
-            listed=self.listed,
-            owner=self.client,
-            size=self.body_size + sum(len(a.error or "") for a in self.attempts),
-        )
