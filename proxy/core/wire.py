@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 from proxy.core.chat.messages import History, messages_of
 from proxy.core.gemini.items import Contents
 from proxy.core.gemini.paths import parse_native, split_native
+from proxy.core.gemini.vocabulary import GEMINI_KEYS
 from proxy.core.messages.items import Messages
 from proxy.core.policy import Outcome, Policy, sanitize
 from proxy.core.responses.items import Items as ResponseItems
@@ -79,6 +80,11 @@ class Wire:
     split: Callable[[str], tuple[str | None, str] | None] | None = None
     #: With :attr:`split`: what a ``rest`` names (None: relayed unchecked).
     route: Callable[[str], Route | None] | None = None
+    #: Top-level keys holding the system text (a conversation's start includes it).
+    system_keys: tuple[str, ...] = ("system", "instructions")
+    #: The keys its request schema defines: redacted capture keeps them as they are (any other
+    #: key of a body is the client's string, and is hashed).
+    vocabulary: frozenset[str] = frozenset()
     #: How an error after a stream's first byte begins (Anthropic and Responses name the
     #: event; Gemini sends a bare ``data: {"error": …}``).
     stream_error: bytes = b"event: error"
@@ -245,6 +251,8 @@ GEMINI = Wire(
     skeleton_keys=("parts", "functionCall", "functionResponse", "function_call"),
     split=split_native,
     route=_gemini_route,
+    system_keys=("systemInstruction", "system_instruction"),
+    vocabulary=GEMINI_KEYS,
     stream_error=b'data: {"error"',
 )
 

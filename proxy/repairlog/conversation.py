@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from proxy.core.wire import wire_of_record
 from proxy.repairlog.record import Record
 
 #: A product token and an optional bare version after it: ``OpenAI/Python 1.52.0``.
@@ -54,15 +55,16 @@ def conversation_key(path: str, body: Any, scope: tuple[Any, ...] = ()) -> str |
     user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
     if isinstance(user_id, str) and "session" in user_id:
         return _hex("session", path, scope, user_id)
-    history = body.get("messages", body.get("input"))
-    if not isinstance(history, list) or not history:
+    wire = wire_of_record(path, body)
+    history = wire.items(body)
+    if not history:
         return None
     start = []
     for item in history[:_START_ITEMS]:
         start.append(item)
         if isinstance(item, dict) and item.get("role") == "user":
             break
-    return _hex("start", path, scope, body.get("system"), body.get("instructions"), start)
+    return _hex("start", path, scope, *(body.get(key) for key in wire.system_keys), start)
 
 
 def client_product(user_agent: bytes | None) -> str | None:

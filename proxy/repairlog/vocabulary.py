@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-KNOWN_KEYS = frozenset(
+from proxy.core.wire import WIRES
+
+_SHARED = frozenset(
     {
         # request level
         *("model", "messages", "input", "instructions", "system", "tools", "tool_choice"),
@@ -40,6 +42,9 @@ KNOWN_KEYS = frozenset(
         *("maxLength", "pattern", "const", "nullable", "input_schema", "examples"),
     }
 )
+
+#: The keys of every API: chat's, Responses' and Messages' above, each other row's own.
+KNOWN_KEYS = _SHARED.union(*(wire.vocabulary for wire in WIRES.values()))
 
 _KEY_STEP = re.compile(r"(^|\.)([^.\[\]]+)")
 
