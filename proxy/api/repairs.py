@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxy.api.auth import AdminRoute, require_admin
 from proxy.core.registry import ALL_RULES
-from proxy.core.wire import wire_of_record
+from proxy.core.wire import Wire, wire_of_record
 from proxy.errors import InvalidParameter, RecordNotFound, RepairLogDown
 from proxy.repairlog import (
     InvalidQuery,
@@ -255,8 +255,20 @@ async def get_repair(
         record_diff, record["received"], record["forwarded"], record["findings"], record["path"]
     )
     wire = wire_of_record(record["path"], record["received"])
-    record["api"], record["history_key"] = wire.name, wire.history_key
+    record["api"], record["noun"] = wire.name, wire.noun
+    record["history_key"] = ".".join(wire.location(record["received"]))
+    record["views"] = _views(wire, record)
     return record
+
+
+def _views(wire: Wire, record: dict[str, Any]) -> dict[str, Any]:
+    """What the viewer shows of each item of each body the record holds (the row says)."""
+    attempts = record.get("attempts") or []
+    return {
+        "received": wire.views(record["received"]),
+        "forwarded": wire.views(record["forwarded"]),
+        "attempts": [wire.views(a.get("forwarded")) for a in attempts if type(a) is dict],
+    }
 
 
 @router.delete("/repairs", response_model=Deleted, summary="Delete records older than a moment")

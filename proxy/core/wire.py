@@ -18,13 +18,17 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from proxy.core.chat.messages import History, messages_of
-from proxy.core.gemini.items import Contents
+from proxy.core.gemini.items import Contents, history_location
 from proxy.core.gemini.paths import parse_native, split_native
 from proxy.core.gemini.vocabulary import GEMINI_KEYS
 from proxy.core.messages.items import Messages
 from proxy.core.policy import Outcome, Policy, sanitize
 from proxy.core.responses.items import Items as ResponseItems
 from proxy.core.rule import Items
+from proxy.core.views import ItemView
+from proxy.core.views.anthropic import messages_view
+from proxy.core.views.google import content_view
+from proxy.core.views.openai import chat_view, responses_view
 
 ErrorShape = Literal["openai", "anthropic", "google"]
 
@@ -80,6 +84,13 @@ class Wire:
     split: Callable[[str], tuple[str | None, str] | None] | None = None
     #: With :attr:`split`: what a ``rest`` names (None: relayed unchecked).
     route: Callable[[str], Route | None] | None = None
+    #: What the viewer shows of one item (its kind, parts, call ids, functions, text).
+    view: Callable[[Any], ItemView] = chat_view
+    #: What the viewer calls the items (``messages``, ``items``, ``contents``).
+    noun: str = "messages"
+    #: Where a body keeps its history when not at :attr:`history_key` (Code Assist nests it
+    #: under ``request``): the keys leading to the list.
+    locate: Callable[[Any], tuple[str, ...]] | None = None
     #: Top-level keys holding the system text (a conversation's start includes it).
     system_keys: tuple[str, ...] = ("system", "instructions")
     #: The keys its request schema defines: redacted capture keeps them as they are (any other
@@ -89,10 +100,20 @@ class Wire:
     #: event; Gemini sends a bare ``data: {"error": …}``).
     stream_error: bytes = b"event: error"
 
+    def location(self, body: Any) -> tuple[str, ...]:
+        """The keys leading from the body to its history list."""
+        return (self.history_key,) if self.locate is None else self.locate(body)
+
     def items(self, body: Any) -> list[Any]:
         """The history list of a body (``[]`` when it has none), unchecked."""
-        value = body.get(self.history_key) if type(body) is dict else None
+        value = body
+        for key in self.location(body):
+            value = value.get(key) if type(value) is dict else None
         return value if type(value) is list else []
+
+    def views(self, body: Any) -> list[ItemView]:
+        """What the viewer shows of each item of a body's history."""
+        return [self.view(item) for item in self.items(body)]
 
     def replaced(self, body: dict[str, Any], items: list[Any]) -> dict[str, Any]:
         """``body`` with its history replaced by ``items``."""
@@ -204,6 +225,8 @@ RESPONSES = Wire(
     path="/responses",
     history_key="input",
     history=_responses_history,
+    view=responses_view,
+    noun="items",
     kind=_type_or_role,
     recognises=_is_responses,
     id_keys=("id", "call_id", "approval_request_id"),
@@ -214,6 +237,7 @@ MESSAGES = Wire(
     path="/messages",
     history_key="messages",
     history=_messages_history,
+    view=messages_view,
     kind=_role,
     recognises=_is_messages,
     error_shape="anthropic",
@@ -252,6 +276,9 @@ GEMINI = Wire(
     split=split_native,
     route=_gemini_route,
     system_keys=("systemInstruction", "system_instruction"),
+    view=content_view,
+    noun="contents",
+    locate=history_location,
     vocabulary=GEMINI_KEYS,
     stream_error=b'data: {"error"',
 )

@@ -37,7 +37,15 @@ function attemptBlock(record, attempts, i) {
       unchanged: sentAsIs(attempt),
       note,
       key: record.history_key,
+      noun: record.noun,
+      views: attemptViews(record, i),
     }));
+}
+
+// The row's views of the bodies attempt i compares: what came before it, and what it sent.
+function attemptViews(record, i) {
+  const sent = Array.isArray(record.views?.attempts) ? record.views.attempts : [];
+  return [i === 0 ? record.views?.received : sent[i - 1], sent[i]];
 }
 
 // What happened to an attempt that sent its history as it came: under a record that reads

@@ -4,7 +4,7 @@
 
 import { actionKind, findingTag, h } from "./dom.js";
 import { align } from "./align.js";
-import { historyKey, historyOf, itemLabel, itemPath, kindOf, preview } from "./items.js";
+import { historyKey, historyOf, itemLabel, itemPath, kindOf, preview, useViews } from "./items.js";
 import { explain } from "./provenance.js";
 import { MISSING, nodeFor, tree } from "./tree.js";
 
@@ -14,11 +14,13 @@ const FOLD_AT = 3; // runs of this many untouched items collapse into one line
 export function compare(record) {
   return comparison({ title: null, before: record.received, after: record.forwarded,
     findings: record.findings, rejected: record.outcome === "rejected",
-    key: record.history_key });
+    key: record.history_key, noun: record.noun,
+    views: [record.views?.received, record.views?.forwarded] });
 }
 
-// {title, heading, sides, before, after, findings, rejected, prefix, note, key, unchanged}:
-// `key` is the record's history_key (from the wire API's row); `unchanged` says what happened
+// {title, heading, sides, before, after, findings, rejected, prefix, note, key, noun, views,
+// unchanged}: `key` is the record's history_key and `noun` what its items are called (from the
+// wire API's row), `views` the row's views of before's and after's items; `unchanged` says what happened
 // to a history sent as received (default "Forwarded unchanged"); `sides` names the
 // two columns; `prefix` keeps row ids unique when a page shows several comparisons; `note` (a
 // finding-like tag) labels changed rows no finding explains (the rule a retry applied).
@@ -26,9 +28,13 @@ export function comparison(opts) {
   const { before, after } = opts;
   const received = historyOf(before, opts.key);
   const forwarded = after == null ? null : historyOf(after, opts.key);
-  const noun = (received?.key ?? historyKey(before)) === "input" ? "items" : "messages";
+  useViews(received?.items, opts.views?.[0]);
+  useViews(forwarded?.items, opts.views?.[1]);
+  const noun = opts.noun || ((received?.key ?? historyKey(before)) === "input" ? "items"
+    : "messages");
+  const title = { items: "Input items", contents: "Contents" }[noun] || "Messages";
   const section = h("section", { className: "compare" },
-    h(opts.heading || "h2", {}, opts.title ?? (noun === "items" ? "Input items" : "Messages")));
+    h(opts.heading || "h2", {}, opts.title ?? title));
   if (!received) {
     section.append(h("p", { className: "muted" }, typeof before?.input === "string"
       ? "The input is a plain string: there is no item history to check."
@@ -36,7 +42,7 @@ export function comparison(opts) {
     return section;
   }
   const ctx = { received: received.items, forwarded: forwarded ? forwarded.items : [],
-    byItem: groupFindings(opts.findings).byItem, prefix: opts.prefix || "", note: opts.note };
+    byItem: groupFindings(opts.findings, opts.key).byItem, prefix: opts.prefix || "", note: opts.note };
   const count = (items) => `${items.length} ${noun}`;
   const sides = opts.sides || ["Received", "Forwarded"];
   let ops = forwarded ? align(ctx.received, ctx.forwarded) : null;
@@ -62,11 +68,11 @@ export function comparison(opts) {
   return section;
 }
 
-export function groupFindings(findings) {
+export function groupFindings(findings, key) {
   const byItem = new Map();
   const general = [];
   for (const finding of findings || []) {
-    const where = itemPath(finding.path);
+    const where = itemPath(finding.path, key);
     if (!where) {
       general.push(finding);
       continue;
@@ -79,10 +85,13 @@ export function groupFindings(findings) {
 
 // The request's other fields (model, tools, …) when the proxy changed any of them.
 function bodyFields(before, after, key) {
-  const strip = (body) => {
+  const strip = (body) => {  // the body without its history (a nested one: its holder's)
     if (!body || typeof body !== "object") return null;
-    const { [key]: _, ...rest } = body;
-    return rest;
+    const [head, ...tail] = String(key).split(".");
+    const { [head]: inner, ...rest } = body;
+    if (!tail.length || !inner || typeof inner !== "object") return rest;
+    const { [tail.join(".")]: _, ...within } = inner;
+    return { ...rest, [head]: within };
   };
   const [mine, theirs] = [strip(before), strip(after)];
   if (!mine || !theirs || JSON.stringify(mine) === JSON.stringify(theirs)) return null;

@@ -2,18 +2,38 @@
 // keep it in `messages` (each with a `role`), the Responses API in `input` (items with a `type`:
 // message, function_call, function_call_output, reasoning, …; a message may omit its type),
 // Anthropic Messages in `messages` whose content is a list of blocks (text, tool_use,
-// tool_result, thinking, server tools). The record says which key (`history_key`, from the wire
-// API's row); without it the key is guessed. Everything here reads untrusted values
-// defensively: a record holds what a client sent.
+// tool_result, thinking, server tools), Gemini in `contents` (a role and parts). The record says
+// which key (`history_key`, from the wire API's row: dotted when nested, `request.contents`) and
+// how each item reads (`views`: its kind, parts, call ids, functions and text, made by the row):
+// what follows reads a view when the record has one, and guesses for an older record.
+// Everything here reads untrusted values defensively: a record holds what a client sent.
 
-const KEYS = ["messages", "input"];
+const KEYS = ["messages", "input", "contents", "request.contents"];
+const VIEWS = new WeakMap();
+
+// Remembers the row's view of each item of a history (views[i] for items[i]).
+export function useViews(items, views) {
+  if (!Array.isArray(items) || !Array.isArray(views)) return;
+  items.forEach((item, i) => {
+    if (isObject(item) && isObject(views[i])) VIEWS.set(item, views[i]);
+  });
+}
+
+const viewOf = (item) => (isObject(item) ? VIEWS.get(item) : undefined);
+
+function at(body, key) {
+  let value = body;
+  for (const step of key.split(".")) value = isObject(value) ? value[step] : undefined;
+  return value;
+}
 
 // -> {key, items} for the body's history, or null when it has none (not captured, a string
 // Responses `input`, which is always clean). `known`: the record's history_key, if any.
 export function historyOf(body, known) {
   if (!body || typeof body !== "object") return null;
   for (const key of known ? [known] : KEYS) {
-    if (Array.isArray(body[key])) return { key, items: body[key] };
+    const items = at(body, key);
+    if (Array.isArray(items)) return { key, items };
   }
   return null;
 }
@@ -24,10 +44,16 @@ export function historyKey(body) {
 }
 
 // "messages[3].tool_calls[0].id" / "input[7].call_id" -> {index, rest}; null when the path
-// names no single item (e.g. "messages" or a field outside the list).
-export function itemPath(path) {
-  const m = /^(?:messages|input)\[(\d+)\](?:\.?(.*))?$/.exec(String(path ?? ""));
-  return m ? { index: Number(m[1]), rest: m[2] || "" } : null;
+// names no single item (e.g. "messages" or a field outside the list). `key`: the record's
+// history_key (without it, any API's).
+export function itemPath(path, key) {
+  const text = String(path ?? "");
+  for (const head of key ? [key] : KEYS) {
+    if (!text.startsWith(`${head}[`)) continue;
+    const m = /^\[(\d+)\](?:\.?(.*))?$/.exec(text.slice(head.length));
+    if (m) return { index: Number(m[1]), rest: m[2] || "" };
+  }
+  return null;
 }
 
 function isObject(v) {
@@ -40,6 +66,8 @@ const str = (v) => (typeof v === "string" ? v : "");
 // ("message" items read as their role, like chat messages).
 export function kindOf(item) {
   if (!isObject(item)) return "?";
+  const view = viewOf(item);
+  if (view) return str(view.kind) || "?";
   const type = str(item.type);
   if (type && type !== "message") return type;
   return str(item.role) || type || "?";
@@ -50,6 +78,8 @@ export function kindOf(item) {
 export function callIds(item) {
   const ids = new Set();
   if (!isObject(item)) return ids;
+  const view = viewOf(item);
+  if (view) return new Set((Array.isArray(view.ids) ? view.ids : []).filter((id) => str(id)));
   for (const key of ["tool_call_id", "call_id", "approval_request_id"]) {
     if (typeof item[key] === "string") ids.add(item[key]);
   }
@@ -90,6 +120,8 @@ function partsText(parts) {
 // a reasoning item's summary.
 export function textOf(item) {
   if (!isObject(item)) return "";
+  const view = viewOf(item);
+  if (view) return str(view.text);
   for (const key of ["content", "output"]) {
     const value = item[key];
     if (typeof value === "string") return value;
@@ -101,6 +133,8 @@ export function textOf(item) {
 // The names of the functions an item calls (chat tool_calls, a Responses call's `name`).
 export function callNames(item) {
   if (!isObject(item)) return "";
+  const view = viewOf(item);
+  if (view) return (Array.isArray(view.names) ? view.names : []).map(str).join("\n");
   if (Array.isArray(item.tool_calls)) {
     return item.tool_calls.map((c) => String(c?.function?.name ?? "")).join("\n");
   }
@@ -114,8 +148,11 @@ export function callNames(item) {
 export function itemLabel(item, index) {
   const ids = [...callIds(item)];
   const id = kindOf(item) === "assistant" || !ids.length ? "" : ` · ${ids.join(", ")}`;
-  const types = isObject(item) ? blocksOf(item).map((b) => str(b.type)) : [];
-  const blocks = types.some(isAnthropic) ? ` [${types.join(", ")}]` : "";
+  const view = viewOf(item);
+  const types = view ? (Array.isArray(view.tags) ? view.tags.map(str) : [])
+    : isObject(item) ? blocksOf(item).map((b) => str(b.type)) : [];
+  const shown = view ? types.length > 0 : types.some(isAnthropic);
+  const blocks = shown ? ` [${types.join(", ")}]` : "";
   return `#${index} ${kindOf(item)}${blocks}${id}`;
 }
 

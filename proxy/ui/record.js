@@ -76,19 +76,19 @@ function upstreamError(record) {
 function findingsList(record) {
   const findings = record.findings || [];
   if (!findings.length) return null;
-  const { general } = groupFindings(findings);
+  const { general } = groupFindings(findings, record.history_key);
   return h("section", { className: "findings" },
     h("h2", {}, `Findings · ${findings.length}`),
     h("ul", {}, findings.map((f) => h("li", {},
       h("span", { className: "rule" }, f.rule), " ",
       actionTag(f.action), " ",
-      general.includes(f) ? h("code", {}, f.path) : jump(f.path), " ",
+      general.includes(f) ? h("code", {}, f.path) : jump(f.path, record.history_key), " ",
       h("span", { className: "detail" }, f.detail)))));
 }
 
 // Scrolls to the item row a finding is pinned to.
-function jump(path) {
-  const { index } = itemPath(path);
+function jump(path, key) {
+  const { index } = itemPath(path, key);
   return h("button", { type: "button", className: "link mono",
     onclick: () => flash(document.getElementById(`msg-${index}`)) }, path);
 }
