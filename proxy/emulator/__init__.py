@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.emulator.app import EmulatorApp, ReceivedRequest, create_emulator_app
+from proxy.emulator.app import EmulatorApp, create_emulator_app
+from proxy.emulator.asgi import ReceivedRequest
 from proxy.emulator.common import Rejection
 from proxy.emulator.validators import PROVIDERS, validate
 

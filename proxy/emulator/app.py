@@ -20,12 +20,11 @@ Test knobs, as request headers on ``POST …/chat/completions``:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import orjson
 
 from proxy.emulator.asgi import (
     Receive,
+    ReceivedRequest,
     Scope,
     Send,
     digest,
@@ -92,16 +91,6 @@ MODELS = {
 _OWNERS = {"openai": "system", "gemini": "google", "groq": "Meta", "qwen": "system"}
 _OWNERS |= {"kimi": "moonshot", "xai": "xai", "vllm": "vllm", "ollama": "library"}
 _OWNERS |= {"glm": "z-ai", "minimax": "minimax"}
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedRequest:
-    """A request as the emulator received it (headers keyed in lower case)."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
 
 
 def create_emulator_app(

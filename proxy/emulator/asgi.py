@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 from proxy.emulator.common import Rejection
@@ -17,6 +18,16 @@ Send = Callable[[Message], Awaitable[None]]
 
 _JSON = b"application/json"
 _RETRY_STATUSES = (429, 503)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedRequest:
+    """A request as the emulator received it (headers keyed in lower case)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
 
 
 async def lifespan(receive: Receive, send: Send) -> None:
@@ -90,9 +101,13 @@ def digest(body: bytes) -> tuple[bytes, bytes]:
 
 
 async def stream(
-    send: Send, frames: list[bytes], pause: float, extra: list[tuple[bytes, bytes]] | None = None
+    send: Send,
+    frames: list[bytes],
+    pause: float,
+    extra: list[tuple[bytes, bytes]] | None = None,
+    content_type: bytes = b"text/event-stream",
 ) -> None:
-    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+    headers = [(b"content-type", content_type), (b"cache-control", b"no-cache")]
     headers += extra or []
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     for k, frame in enumerate(frames):
