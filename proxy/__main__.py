@@ -10,6 +10,7 @@ PROVIDERS = (
     *("openai", "deepseek", "gemini"),
     *("kimi", "mistral", "groq", "xai", "qwen", "vllm", "ollama"),
     *("anthropic", "glm", "minimax"),
+    *("vertex", "code-assist"),  # Gemini's native API only (gemini serves it beside chat)
 )
 
 
@@ -129,22 +130,43 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_check(args)
     if args.command == "emulate":
-        import uvicorn
-
-        from proxy.emulator import create_emulator_app
-        from proxy.emulator.app import PREFIXES
-
-        app = create_emulator_app(args.provider, pacing_ms=args.pacing_ms)
-        base = f"http://{args.host}:{args.port}{PREFIXES[args.provider][0]}"
-        print(f"emulating {args.provider} at {base}", flush=True)
-        _announce_messages(args)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-        return 0
+        return _emulate(args)
     if args.emulate:
         return _serve_emulated(args)
     from proxy.server import serve
 
     return serve(config=args.config, host=args.host, port=args.port, workers=args.workers)
+
+
+#: The variable that points gemini-cli (and the GenAI SDKs) at each native Gemini emulator.
+_GEMINI_BASE_URLS = {
+    "gemini": "GOOGLE_GEMINI_BASE_URL",
+    "vertex": "GOOGLE_VERTEX_BASE_URL",
+    "code-assist": "CODE_ASSIST_ENDPOINT",
+}
+
+
+def _emulate(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from proxy.emulator import create_emulator_app
+    from proxy.emulator.app import PREFIXES
+    from proxy.emulator.gemini_native import create_gemini_native_app
+
+    root = f"http://{args.host}:{args.port}"
+    app: object
+    if args.provider in PREFIXES:
+        app = create_emulator_app(args.provider, pacing_ms=args.pacing_ms)
+        print(f"emulating {args.provider} at {root}{PREFIXES[args.provider][0]}", flush=True)
+        _announce_messages(args)
+    else:
+        app = create_gemini_native_app(args.provider, pacing_ms=args.pacing_ms)
+        print(f"emulating {args.provider} (Gemini's native API) at {root}", flush=True)
+    variable = _GEMINI_BASE_URLS.get(args.provider)
+    if variable is not None:
+        print(f"Gemini native API at {root} ({variable}={root})", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
 
 
 def _announce_messages(args: argparse.Namespace) -> None:

@@ -4,7 +4,9 @@ It starts one strict emulator per configured upstream that has one (openai, deep
 gemini…), each on a free loopback port in this process, and serves the proxy in front of
 them: the config's upstreams keep their model globs and policies, but their ``base_url`` is
 the emulator's (and their ``anthropic_base_url`` the emulator's Messages endpoint, for
-anthropic, deepseek, kimi, glm and minimax) and no key is sent (``api_key_env`` cleared), so
+anthropic, deepseek, kimi, glm and minimax; their ``gemini_base_url`` the emulator's root for
+Gemini's native API: gemini's AI Studio routes, and the vertex and code-assist emulators) and
+no key is sent (``api_key_env`` cleared), so
 nothing leaves the machine and no provider key is needed. Upstreams without an emulator are
 left out. Everything else (port, repair log, ``[policies.…]``) comes from the config as
 ``serve`` reads it.
@@ -25,6 +27,7 @@ from typing import Any, TextIO
 import uvicorn
 
 from proxy.emulator.app import PREFIXES
+from proxy.emulator.gemini_native_errors import CODE_ASSIST, VERTEX
 from proxy.emulator.messages import MESSAGES_PREFIXES
 from proxy.emulator.validators import PROVIDERS
 from proxy.errors import ConfigError
@@ -34,6 +37,10 @@ from proxy.startup import announce_start, masked_url
 START_TIMEOUT = 10.0
 #: Where ``serve --emulate`` records go by default: nothing the emulators answered is kept.
 DEMO_LOG_URL = "memory://"
+#: Upstreams served by a native Gemini emulator only (no OpenAI-compatible chat endpoint).
+NATIVE_ONLY = {"vertex": VERTEX, "code-assist": CODE_ASSIST}
+#: Upstreams whose emulator speaks Gemini's native API (``gemini_base_url``).
+GEMINI_NATIVE = ("gemini", *NATIVE_ONLY)
 
 
 @contextmanager
@@ -67,6 +74,7 @@ def emulated(settings: Settings, config: str | Path | None, urls: dict[str, str]
         if name in urls:
             upstreams[name] = fields | {"base_url": urls[name], "api_key_env": None}
             upstreams[name] |= _messages_url(name, urls[name], fields)
+            upstreams[name] |= _gemini_url(name, urls[name], fields)
         else:
             upstreams[name] = fields | {"enabled": False}
     default = settings.routing.default
@@ -93,15 +101,28 @@ def _messages_url(name: str, url: str, fields: dict[str, Any]) -> dict[str, str]
     return {"anthropic_base_url": root + MESSAGES_PREFIXES[name][0]}
 
 
+def _gemini_url(name: str, url: str, fields: dict[str, Any]) -> dict[str, str]:
+    """``gemini_base_url`` (the API root, no version) at the emulator serving Gemini's native
+    API, for upstreams that have one and settings that know the key."""
+    if name not in GEMINI_NATIVE or "gemini_base_url" not in fields:
+        return {}
+    return {"gemini_base_url": url.removesuffix(PREFIXES[name][0]) if name in PREFIXES else url}
+
+
 def emulator_urls(names: list[str], stack: ExitStack) -> dict[str, str]:
-    """Start an emulator for each name that has one; their base URLs (with the API prefix)."""
+    """Start an emulator for each name that has one; their base URLs (with the API prefix;
+    the root for the native-only Gemini emulators)."""
     from proxy.emulator import create_emulator_app
+    from proxy.emulator.gemini_native import create_gemini_native_app
 
     urls = {}
     for name in names:
         if name in PREFIXES:
             url = stack.enter_context(serve_in_thread(create_emulator_app(name)))
             urls[name] = url + PREFIXES[name][0]
+        elif name in NATIVE_ONLY:
+            app = create_gemini_native_app(NATIVE_ONLY[name])
+            urls[name] = stack.enter_context(serve_in_thread(app))
     return urls
 
 
@@ -116,6 +137,11 @@ def banner(settings: Settings, urls: dict[str, str], out: TextIO) -> None:
     ]
     if any(settings.upstreams[name].model_dump().get("anthropic_base_url") for name in urls):
         lines.append(f"  proxy      {base}        (set ANTHROPIC_BASE_URL to this: Claude Code)")
+    if any(name in GEMINI_NATIVE for name in urls):
+        lines.append(
+            f"  proxy      GOOGLE_GEMINI_BASE_URL={base}  (gemini-cli, the GenAI SDKs: "
+            "Gemini's native API)"
+        )
     for name, url in urls.items():
         globs = ", ".join(settings.upstreams[name].models) or f"path /{name}/v1/…"
         lines.append(f"  {name:<10} {url}  strict {name} emulator ({globs})")
@@ -153,7 +179,7 @@ def serve_emulated(config: str | None, out: TextIO | None = None) -> int:
         if not urls:
             raise ConfigError(
                 "--emulate: no configured upstream has an emulator; "
-                f"emulated: {', '.join(PROVIDERS)}"
+                f"emulated: {', '.join((*PROVIDERS, *NATIVE_ONLY))}"
             )
         settings = emulated(settings, config, urls)
         configure_logging(settings.server)

@@ -1,7 +1,10 @@
 """The emulators as a raw ASGI app (no framework: it is also the benchmark's fake upstream).
 
 Routes, per provider prefix (`PREFIXES`: ``/v1`` for most; ``/v1beta/openai`` and ``/v1`` for
-gemini, ``/openai/v1`` and ``/v1`` for groq, ``/compatible-mode/v1`` and ``/v1`` for qwen):
+gemini, which also serves Gemini's native AI Studio routes (`gemini_native`: ``/v1beta/models/
+{model}:generateContent``…; ``GET /v1beta/models``, while ``GET /v1/models`` stays the
+OpenAI-shaped list), ``/openai/v1`` and ``/v1`` for groq, ``/compatible-mode/v1`` and ``/v1``
+for qwen):
 ``POST {prefix}/chat/completions`` and ``GET {prefix}/models``; for anthropic, deepseek, kimi,
 glm and minimax also ``POST {prefix}/messages`` and ``…/messages/count_tokens`` under
 `MESSAGES_PREFIXES` (the Messages emulators, `messages`); anything else is a 404 in the
@@ -39,6 +42,8 @@ from proxy.emulator.asgi import (
 )
 from proxy.emulator.common import Rejection
 from proxy.emulator.completion import CREATED, completion_json, plan, stream_frames
+from proxy.emulator.gemini_native import create_gemini_native_app
+from proxy.emulator.gemini_native_errors import AISTUDIO
 from proxy.emulator.messages import (
     MESSAGES_PREFIXES,
     anthropic_models,
@@ -137,6 +142,12 @@ class EmulatorApp:
         self._messages_paths = frozenset(p + "/messages" for p in messages)
         self._count_paths = frozenset(p + "/messages/count_tokens" for p in messages)
         self._threads = Threads() if provider == "anthropic" else None
+        # Gemini's native API (AI Studio) beside its OpenAI-compatible endpoint
+        self._native = (
+            create_gemini_native_app(AISTUDIO, pacing_ms=pacing_ms, chunks=chunks)
+            if provider == "gemini"
+            else None
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -162,6 +173,8 @@ class EmulatorApp:
             await self._count_tokens(request, send)
         elif request.method == "GET" and request.path in self._model_paths:
             await respond(send, 200, self._models())
+        elif self._native is not None and self._native.serves(request.method, request.path):
+            await self._native.handle(request, scope.get("query_string", b""), send)
         else:
             await reject(send, not_found(self.provider, request.method, request.path))
 

@@ -172,9 +172,7 @@ class GeminiNativeApp:
             return
         chunks = int_header(request.headers, "x-emulator-chunks") or self.chunks
         pacing = float_header(request.headers, "x-emulator-pacing-ms", self.pacing_ms)
-        frames = stream_frames(
-            stream_chunks(plan, chunks), sse, _stream_error(request.headers)
-        )
+        frames = stream_frames(stream_chunks(plan, chunks), sse, _stream_error(request.headers))
         content_type = b"text/event-stream" if sse else _JSON
         await stream(send, frames, pacing / 1000, extra, content_type)
 

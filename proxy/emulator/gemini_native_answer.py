@@ -152,7 +152,7 @@ def _args(text: str) -> dict[str, Any]:
 def _forced(request: dict[str, Any], contents: list[dict[str, Any]]) -> list[Call]:
     mode, allowed = _mode(request)
     last = contents[-1]
-    if mode != "ANY" or role_is_model(last) or responses_of(last):
+    if mode != "ANY" or get(last, "role") == "model" or responses_of(last):
         return []
     if DIRECTIVE.search(_prompt_text(last)):
         return []  # a script that is done answers text
@@ -163,10 +163,6 @@ def _forced(request: dict[str, Any], contents: list[dict[str, Any]]) -> list[Cal
     declaration = (named or usable)[0]
     schema = get(declaration, "parameters") or get(declaration, "parametersJsonSchema")
     return [(declaration["name"], _placeholders(schema))]
-
-
-def role_is_model(content: dict[str, Any]) -> bool:
-    return get(content, "role") == "model"
 
 
 def _placeholders(schema: Any) -> dict[str, Any]:

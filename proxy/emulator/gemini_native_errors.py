@@ -80,9 +80,7 @@ def google_error(
 def as_array(rejection: Rejection) -> Rejection:
     """The same error inside a JSON array, as a non-SSE stream (and CA's stream) answers it."""
     body = b"[" + rejection.body.rstrip(b"\n") + b"\n]"
-    return Rejection(
-        rejection.status, body, rejection.rule, rejection.message, rejection.headers
-    )
+    return Rejection(rejection.status, body, rejection.rule, rejection.message, rejection.headers)
 
 
 def forced(endpoint: str, status: int) -> Rejection:

@@ -19,7 +19,7 @@ N7, N10, N17; N11, N12), then over ``contents`` in order:
 - N19 (opt-in, our wording): a response whose call had an ``id`` must echo it (by position).
 
 The positions in N5/N5v are 0-based indexes into ``contents`` (as the OpenAI-compatible
-emulator's G1; which base Google uses is not settled: I). VX's wording of N1–N3 is unknown
+emulator's G1; which base Google uses is not settled: I). VX's wording of N1-N3 is unknown
 (open question 1): the AS texts are used on every endpoint.
 """
 
@@ -93,9 +93,7 @@ def validate_native(
     strict = strict or Strictness()
     refuse_ids = endpoint == VERTEX and strict.vertex_rejects_ids
     found = parse_errors(request, root, refuse_ids=refuse_ids, struct=strict.struct_values)
-    rejection = parse_rejection(endpoint, found) or proto_errors(
-        endpoint, get(request, "contents")
-    )
+    rejection = parse_rejection(endpoint, found) or proto_errors(endpoint, get(request, "contents"))
     if rejection is not None:
         return rejection
     contents: list[dict[str, Any]] = get(request, "contents")

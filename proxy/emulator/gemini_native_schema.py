@@ -87,9 +87,7 @@ def _names(obj: dict[str, Any], known: frozenset[str], path: str) -> list[Violat
     return [("N18", path, unknown(k, path)) for k in obj if k not in known]
 
 
-def parse_errors(
-    request: Any, root: str, *, refuse_ids: bool, struct: bool
-) -> list[Violation]:
+def parse_errors(request: Any, root: str, *, refuse_ids: bool, struct: bool) -> list[Violation]:
     """Pass 1 over a ``GenerateContentRequest`` found at `root` (``""`` or ``"request"``)."""
     where = root or "request"
     if not isinstance(request, dict):
