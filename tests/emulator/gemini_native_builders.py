@@ -14,8 +14,8 @@ Obj = dict[str, Any]
 ENDPOINTS = ("aistudio", "vertex", "code-assist")
 SKIP = "skip_thought_signature_validator"
 CONTEXT = "context_engineering_is_the_way_to_go"
-READ = {"functionDeclarations": [{"name": "read_file", "parameters": {
-    "type": "OBJECT", "properties": {"path": {"type": "STRING"}}, "required": ["path"]}}]}  # fmt: skip
+PATH = {"type": "OBJECT", "properties": {"path": {"type": "STRING"}}, "required": ["path"]}
+READ = {"functionDeclarations": [{"name": "read_file", "parameters": PATH}]}
 
 
 def user(*texts: str) -> Obj:

@@ -49,8 +49,8 @@ def test_a_text_answer(endpoint: str) -> None:
     assert response.headers["content-type"] == "application/json; charset=UTF-8"
     body = unwrapped(endpoint, response.json())
     (candidate,) = body["candidates"]
-    assert candidate["content"] == {
-        "parts": [{"text": "Emulated gemini answer to: What is 2+2?"}], "role": "model"}  # fmt: skip
+    expected = [{"text": "Emulated gemini answer to: What is 2+2?"}]
+    assert candidate["content"] == {"parts": expected, "role": "model"}
     assert candidate["finishReason"] == "STOP"
     usage = body["usageMetadata"]
     assert usage["totalTokenCount"] == usage["promptTokenCount"] + usage["candidatesTokenCount"]

@@ -248,9 +248,8 @@ def test_n18_unknown_names(endpoint: str) -> None:
 
 
 def test_n18_code_assist_wrapper_names() -> None:
-    from tests.emulator.test_app import send
-
     from proxy.emulator.gemini_native import create_gemini_native_app
+    from tests.emulator.test_app import send
 
     app = create_gemini_native_app("code-assist")
     body = {"model": "gemini-2.5-pro", "request": {"contents": [user()]}, "userPromptId": "u"}
