@@ -120,6 +120,9 @@ def _part(part: Any, path: str, refuse_ids: bool, struct: bool) -> list[Violatio
     if not isinstance(part, dict):
         return [("N-schema", path, _invalid(path, _TYPES["parts"], part))]
     found = _names(part, PART, path)
+    value = get(part, "text")
+    if value is not None and not isinstance(value, str):
+        found.append(("N-schema", f"{path}.text", _invalid(f"{path}.text", "string", value)))
     for camel, known, value_key in (
         ("functionCall", CALL, "args"),
         ("functionResponse", RESPONSE, "response"),
