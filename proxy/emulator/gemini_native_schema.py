@@ -128,23 +128,30 @@ def _part(part: Any, path: str, refuse_ids: bool, struct: bool) -> list[Violatio
         ("functionResponse", RESPONSE, "response"),
     ):
         inner = get(part, camel)
-        if inner is None:
-            continue
         where = f"{path}.{_snake(camel)}"
-        if not isinstance(inner, dict):
-            found.append(("N-schema", where, _invalid(where, "FunctionCall", inner)))
-            continue
-        for key in inner:
-            if key in SIGNATURE and camel == "functionCall":
-                found.append(("N7", where, unknown(key, where)))
-            elif key == "id" and refuse_ids:
-                found.append(("N10", where, unknown(key, where)))
-            elif key not in known:
-                found.append(("N18", where, unknown(key, where)))
-        value = get(inner, value_key)
-        if struct and value is not None and not isinstance(value, dict):
-            field = f"{where}.{value_key}"
-            found.append(("N17", field, _invalid(field, "google.protobuf.Struct", value)))
+        if isinstance(inner, dict):
+            found += _function(inner, camel, where, known, refuse_ids)
+            value = get(inner, value_key)
+            if struct and value is not None and not isinstance(value, dict):
+                field = f"{where}.{value_key}"
+                found.append(("N17", field, _invalid(field, "google.protobuf.Struct", value)))
+        elif inner is not None:
+            found.append(("N-schema", where, _invalid(where, camel[0].upper() + camel[1:], inner)))
+    return found
+
+
+def _function(
+    inner: dict[str, Any], camel: str, where: str, known: frozenset[str], refuse_ids: bool
+) -> list[Violation]:
+    """Names inside a call or response: N7 (a signature in the call), N10, N18."""
+    found: list[Violation] = []
+    for key in inner:
+        if key in SIGNATURE and camel == "functionCall":
+            found.append(("N7", where, unknown(key, where)))
+        elif key == "id" and refuse_ids:
+            found.append(("N10", where, unknown(key, where)))
+        elif key not in known:
+            found.append(("N18", where, unknown(key, where)))
     return found
 
 
