@@ -32,10 +32,9 @@ from proxy.emulator.asgi import (
     Send,
     digest,
     float_header,
-    headers,
     int_header,
     lifespan,
-    read_body,
+    read_request,
     reject,
     respond,
     stream,
@@ -155,12 +154,7 @@ class EmulatorApp:
             return
         if scope["type"] != "http":
             return
-        request = ReceivedRequest(
-            method=scope["method"],
-            path=scope["path"],
-            headers=headers(scope["headers"]),
-            body=await read_body(receive),
-        )
+        request = await read_request(scope, receive)
         if self.received is not None:
             self.received.append(request)
         if request.method == "POST" and request.path in self._chat_paths:

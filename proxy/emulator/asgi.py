@@ -52,6 +52,16 @@ async def read_body(receive: Receive) -> bytes:
     return b"".join(parts)
 
 
+async def read_request(scope: Scope, receive: Receive) -> ReceivedRequest:
+    """The HTTP request of `scope`, its body read in full."""
+    return ReceivedRequest(
+        method=scope["method"],
+        path=scope["path"],
+        headers=headers(scope["headers"]),
+        body=await read_body(receive),
+    )
+
+
 def headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     headers: dict[str, str] = {}
     for key, value in raw:

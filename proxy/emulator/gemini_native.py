@@ -40,10 +40,9 @@ from proxy.emulator.asgi import (
     Send,
     digest,
     float_header,
-    headers,
     int_header,
     lifespan,
-    read_body,
+    read_request,
     respond,
     stream,
 )
@@ -129,12 +128,7 @@ class GeminiNativeApp:
             return
         if scope["type"] != "http":
             return
-        request = ReceivedRequest(
-            method=scope["method"],
-            path=scope["path"],
-            headers=headers(scope["headers"]),
-            body=await read_body(receive),
-        )
+        request = await read_request(scope, receive)
         if self.received is not None:
             self.received.append(request)
         if self.serves(request.method, request.path):

@@ -43,12 +43,10 @@ from proxy.emulator.gemini_native_rules import (
     responses_of,
 )
 from proxy.emulator.gemini_native_schema import get
+from proxy.emulator.scripts import Call, placeholders, rounds
 
 DIRECTIVE = re.compile(r"\[\[(?:tool_use|function_call) (\S+) (\{.*?\})\]\]", re.DOTALL)
 CREATE_TIME = "2025-01-01T00:00:00.000000Z"
-Call = tuple[str, dict[str, Any]]
-_PLACEHOLDERS = {"string": "emulated", "integer": 1, "number": 1, "boolean": True}
-_PLACEHOLDERS |= {"array": [], "object": {}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,31 +120,9 @@ def _scripted(request: dict[str, Any], contents: list[dict[str, Any]]) -> list[C
     if not _declared(request) or _mode(request)[0] == "NONE":
         return []
     asking = current_turn(contents)
-    rounds = _rounds(_prompt_text(contents[asking]))
+    steps = rounds(_prompt_text(contents[asking]), DIRECTIVE)
     done = sum(1 for content in contents[asking + 1 :] if calls_of(content))
-    return rounds[done] if done < len(rounds) else []
-
-
-def _rounds(text: str) -> list[list[Call]]:
-    """The directives of `text` by step: directives joined by ``&`` are one parallel step."""
-    rounds: list[list[Call]] = []
-    end = None
-    for match in DIRECTIVE.finditer(text):
-        call = (match.group(1), _args(match.group(2)))
-        if end is not None and text[end : match.start()].strip() == "&":
-            rounds[-1].append(call)
-        else:
-            rounds.append([call])
-        end = match.end()
-    return rounds
-
-
-def _args(text: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        parsed = {"directive": text}
-    return parsed if isinstance(parsed, dict) else {"value": parsed}
+    return steps[done] if done < len(steps) else []
 
 
 def _forced(request: dict[str, Any], contents: list[dict[str, Any]]) -> list[Call]:
@@ -162,20 +138,7 @@ def _forced(request: dict[str, Any], contents: list[dict[str, Any]]) -> list[Cal
         return []
     declaration = (named or usable)[0]
     schema = get(declaration, "parameters") or get(declaration, "parametersJsonSchema")
-    return [(declaration["name"], _placeholders(schema))]
-
-
-def _placeholders(schema: Any) -> dict[str, Any]:
-    """Placeholder values for a schema's required properties (ours)."""
-    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
-        return {}
-    required = schema.get("required")
-    values: dict[str, Any] = {}
-    for name in required if isinstance(required, list) else ():
-        spec = schema["properties"].get(name) if isinstance(name, str) else None
-        kind = str(spec.get("type", "string")).lower() if isinstance(spec, dict) else "string"
-        values[str(name)] = _PLACEHOLDERS.get(kind, "emulated")
-    return values
+    return [(declaration["name"], placeholders(schema))]
 
 
 def _text(contents: list[dict[str, Any]]) -> str:

@@ -40,12 +40,10 @@ import orjson
 from proxy.emulator.completion import split
 from proxy.emulator.messages_content import thinking_type
 from proxy.emulator.messages_validate import deepseek_thinks, kimi_thinks
+from proxy.emulator.scripts import Call, placeholders, rounds
 
 DIRECTIVE = re.compile(r"\[\[tool_use (\S+) (\{.*?\})\]\]", re.DOTALL)
 REASONING = "Emulated reasoning: the request is valid."
-Call = tuple[str, dict[str, Any]]
-_PLACEHOLDERS = {"string": "emulated", "integer": 1, "number": 1, "boolean": True}
-_PLACEHOLDERS |= {"array": [], "object": {}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,31 +118,9 @@ def _scripted(body: dict[str, Any]) -> list[Call]:
     asking = _asking(messages)
     if asking is None:
         return []
-    rounds = _rounds(text_of(messages[asking].get("content")))
+    steps = rounds(text_of(messages[asking].get("content")), DIRECTIVE)
     done = sum(1 for m in messages[asking + 1 :] if m.get("role") == "assistant" and _calls(m))
-    return rounds[done] if done < len(rounds) else []
-
-
-def _rounds(text: str) -> list[list[Call]]:
-    """The directives of `text` by round: directives joined by ``&`` are one parallel round."""
-    rounds: list[list[Call]] = []
-    end = None
-    for match in DIRECTIVE.finditer(text):
-        call = (match.group(1), _input(match.group(2)))
-        if end is not None and text[end : match.start()].strip() == "&":
-            rounds[-1].append(call)
-        else:
-            rounds.append([call])
-        end = match.end()
-    return rounds
-
-
-def _input(arguments: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError:
-        parsed = {"directive": arguments}
-    return parsed if isinstance(parsed, dict) else {"value": parsed}
+    return steps[done] if done < len(steps) else []
 
 
 def _calls(message: dict[str, Any]) -> bool:
@@ -168,22 +144,7 @@ def _default_call(body: dict[str, Any]) -> list[Call]:
     if not usable:
         return []
     tool = (named or usable)[0]
-    return [(tool["name"], _placeholders(tool.get("input_schema")))]
-
-
-def _placeholders(schema: Any) -> dict[str, Any]:
-    """Placeholder values for a schema's required properties (ours)."""
-    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
-        return {}
-    required = schema.get("required")
-    values = {}
-    for name in required if isinstance(required, list) else ():
-        if not isinstance(name, str):
-            continue
-        spec = schema["properties"].get(name)
-        kind = spec.get("type") if isinstance(spec, dict) else "string"
-        values[name] = _PLACEHOLDERS.get(kind, "emulated") if isinstance(kind, str) else "emulated"
-    return values
+    return [(tool["name"], placeholders(tool.get("input_schema")))]
 
 
 def _tool_id(provider: str, name: str, body: dict[str, Any], digest: str, k: int) -> str:
