@@ -12,8 +12,12 @@ from a hash of the body). What is answered, in this order:
    and a text once they are used up. Directives joined by ``&`` are one step of parallel calls.
 2. Otherwise, under ``mode: ANY`` with a prompt last: one call to the first allowed function,
    its required parameters filled with placeholders (ours).
-3. Otherwise a text: ``The tool returned: …`` quoting trailing responses, else
-   ``Emulated gemini answer to: <the prompt's last text, 80 characters>``.
+3. Otherwise a text: under ``responseMimeType: application/json`` the response schema's
+   required properties with placeholders (JSON, ours); else ``The tool returned: …`` quoting
+   trailing responses, else ``Emulated gemini answer to: <the prompt's last text, 80
+   characters>``.
+
+``thinkingConfig.includeThoughts`` puts a thought summary part (``"thought": true``) first.
 
 Gemini 3 models (`is_gemini_3`) get an ``id`` on each call (not on a Vertex emulator that
 refuses ids) and a signature minted by this endpoint (`mint`) on the first call of the step,
@@ -47,6 +51,7 @@ from proxy.emulator.scripts import Call, placeholders, rounds
 
 DIRECTIVE = re.compile(r"\[\[(?:tool_use|function_call) (\S+) (\{.*?\})\]\]", re.DOTALL)
 CREATE_TIME = "2025-01-01T00:00:00.000000Z"
+REASONING = "Emulated reasoning: the request is valid."
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +94,27 @@ def plan_reply(
             part["thoughtSignature"] = mint(endpoint, digest)
         parts.append(part)
     if not parts:
-        parts.append({"text": _text(contents)})
+        parts.append({"text": _json_text(request) or _text(contents)})
+    if _thinks(request):
+        parts.insert(0, {"text": REASONING, "thought": True})
     return Reply(endpoint, model, digest, parts, max(len(raw) // 4, 1))
+
+
+def _thinks(request: dict[str, Any]) -> bool:
+    """``generationConfig.thinkingConfig.includeThoughts``: a thought summary opens the answer."""
+    config = get(request, "generationConfig")
+    thinking = get(config, "thinkingConfig") if isinstance(config, dict) else None
+    return isinstance(thinking, dict) and get(thinking, "includeThoughts") is True
+
+
+def _json_text(request: dict[str, Any]) -> str | None:
+    """Structured output (``responseMimeType: application/json``): the schema's required
+    properties with placeholders (ours), so clients that parse the answer get JSON."""
+    config = get(request, "generationConfig")
+    if not isinstance(config, dict) or get(config, "responseMimeType") != "application/json":
+        return None
+    schema = get(config, "responseJsonSchema") or get(config, "responseSchema")
+    return json.dumps(placeholders(schema))
 
 
 def _declared(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -186,7 +210,7 @@ def stream_chunks(reply: Reply, chunks: int | None) -> list[dict[str, Any]]:
     for part in reply.parts:
         if "text" in part:
             words = [w for w in split(part["text"], chunks) if w] or [""]
-            pieces += [{"text": word} for word in words]
+            pieces += [part | {"text": word} for word in words]
         else:
             pieces.append(part)
     return [

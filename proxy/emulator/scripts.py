@@ -41,8 +41,8 @@ def arguments(text: str) -> dict[str, Any]:
 
 
 def placeholders(schema: Any) -> dict[str, Any]:
-    """Placeholder values for a schema's required properties (ours); Gemini's upper-case type
-    names read like JSON Schema's."""
+    """Placeholder values for a schema's required properties (ours): an enum's first value,
+    else one per type (Gemini's upper-case type names read like JSON Schema's)."""
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return {}
     required = schema.get("required")
@@ -51,6 +51,10 @@ def placeholders(schema: Any) -> dict[str, Any]:
         if not isinstance(name, str):
             continue
         spec = schema["properties"].get(name)
+        choices = spec.get("enum") if isinstance(spec, dict) else None
+        if isinstance(choices, list) and choices:
+            values[name] = choices[0]
+            continue
         kind = spec.get("type") if isinstance(spec, dict) else "string"
         values[name] = (
             _PLACEHOLDERS.get(kind.lower(), "emulated") if isinstance(kind, str) else "emulated"

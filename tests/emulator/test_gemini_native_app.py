@@ -212,3 +212,24 @@ def test_code_assist_body_shape_is_the_wrapper() -> None:
     bare = send(app, "POST", "/v1internal:generateContent", json=request)
     assert bare.status_code == 400
     assert 'Unknown name "contents"' in bare.json()["error"]["message"]
+
+
+def test_structured_output_answers_json_from_the_schema() -> None:
+    """gemini-cli's next-speaker check asks for JSON: an enum gets its first value."""
+    schema = {"type": "OBJECT", "required": ["reasoning", "next_speaker"], "properties": {
+        "reasoning": {"type": "STRING"}, "next_speaker": {"type": "STRING",
+                                                          "enum": ["user", "model"]}}}  # fmt: skip
+    config = {"responseMimeType": "application/json", "responseJsonSchema": schema}
+    body = {"contents": [user("Who speaks next?")], "generationConfig": config}
+    text = post("aistudio", body).json()["candidates"][0]["content"]["parts"][0]["text"]
+    assert json.loads(text) == {"reasoning": "emulated", "next_speaker": "user"}
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+def test_include_thoughts_opens_the_answer_with_a_thought(endpoint: str) -> None:
+    config = {"thinking_config": {"include_thoughts": True}}
+    body = {"contents": [user("Hi.")], "generation_config": config}
+    parts = unwrapped(endpoint, post(endpoint, body).json())["candidates"][0]["content"]["parts"]
+    assert parts[0] == {"text": "Emulated reasoning: the request is valid.", "thought": True}
+    assert parts[1] == {"text": "Emulated gemini answer to: Hi."}
+    assert len(parts) == 2

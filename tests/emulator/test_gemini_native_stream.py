@@ -169,3 +169,16 @@ def test_chunks_leave_one_by_one(bases: dict[str, str]) -> None:
                 arrivals.append(time.monotonic() - started)
     assert len(arrivals) == 4
     assert arrivals[-1] - arrivals[0] >= 0.3
+
+
+def test_thought_deltas_keep_their_flag(bases: dict[str, str]) -> None:
+    config = {"thinkingConfig": {"includeThoughts": True}}
+    request = {"contents": [user("Hi.")], "generationConfig": config}
+    parts = [
+        c["candidates"][0]["content"]["parts"][0]
+        for c in events(stream(bases, "aistudio", request))
+    ]
+    thoughts = "".join(p["text"] for p in parts if p.get("thought") is True)
+    answer_text = "".join(p["text"] for p in parts if "thought" not in p)
+    assert thoughts == "Emulated reasoning: the request is valid."
+    assert answer_text == "Emulated gemini answer to: Hi."
