@@ -12,6 +12,9 @@ They are written independently of the sanitizer (nothing here imports `proxy.cor
 - `create_emulator_app(provider, pacing_ms=, chunks=, received=)` → raw ASGI app serving
   ``POST {prefix}/chat/completions`` and ``GET {prefix}/models`` (see `app` for the test knobs).
 - `serve(provider, host, port, **kw)` runs it under uvicorn (``toolcall-guard emulate``).
+- `create_gemini_native_app(endpoint, …)` → the strict emulators of Gemini's native API
+  (``aistudio``, ``vertex``, ``code-assist``; `gemini_native`); the ``gemini`` app above also
+  serves AI Studio's native routes.
 
 Rule ids besides the rows: ``O-schema``/``D-schema``/``G-schema`` (schema errors no row
 covers), ``O-json``/``D-json``/``G-json`` (body not JSON or not an object), ``O-404``…
@@ -25,6 +28,7 @@ from typing import Any
 from proxy.emulator.app import EmulatorApp, create_emulator_app
 from proxy.emulator.asgi import ReceivedRequest
 from proxy.emulator.common import Rejection
+from proxy.emulator.gemini_native import create_gemini_native_app
 from proxy.emulator.validators import PROVIDERS, validate
 
 __all__ = [
@@ -33,6 +37,7 @@ __all__ = [
     "ReceivedRequest",
     "Rejection",
     "create_emulator_app",
+    "create_gemini_native_app",
     "serve",
     "validate",
 ]
