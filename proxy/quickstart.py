@@ -41,6 +41,7 @@ DEMO_LOG_URL = "memory://"
 NATIVE_ONLY = {"vertex": VERTEX, "code-assist": CODE_ASSIST}
 #: Upstreams whose emulator speaks Gemini's native API (``gemini_base_url``).
 GEMINI_NATIVE = ("gemini", *NATIVE_ONLY)
+_NATIVE_ROUTES = {"vertex": "/…/publishers/google/models/…", "code-assist": "/v1internal:…"}
 
 
 @contextmanager
@@ -72,7 +73,10 @@ def emulated(settings: Settings, config: str | Path | None, urls: dict[str, str]
     for name, upstream in settings.upstreams.items():
         fields = upstream.model_dump()
         if name in urls:
-            upstreams[name] = fields | {"base_url": urls[name], "api_key_env": None}
+            # a native-only emulator serves no chat: nothing of the upstream's may reach out
+            chat = None if name in NATIVE_ONLY else urls[name]
+            upstreams[name] = fields | {"base_url": chat, "api_key_env": None}
+            upstreams[name] |= {"anthropic_base_url": None} if name in NATIVE_ONLY else {}
             upstreams[name] |= _messages_url(name, urls[name], fields)
             upstreams[name] |= _gemini_url(name, urls[name], fields)
         else:
@@ -143,7 +147,8 @@ def banner(settings: Settings, urls: dict[str, str], out: TextIO) -> None:
             "Gemini's native API)"
         )
     for name, url in urls.items():
-        globs = ", ".join(settings.upstreams[name].models) or f"path /{name}/v1/…"
+        globs = ", ".join(settings.upstreams[name].models)
+        globs = globs or _NATIVE_ROUTES.get(name) or f"path /{name}/v1/…"
         lines.append(f"  {name:<10} {url}  strict {name} emulator ({globs})")
     log = settings.repair_log.url
     where = "in memory, gone at exit" if log == DEMO_LOG_URL else masked_url(log)

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from proxy.__main__ import _parser
-from proxy.quickstart import _gemini_url, banner
+from proxy.quickstart import _gemini_url, banner, emulated
 from proxy.settings import load_settings
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "toolcall-guard.toml"
@@ -82,3 +82,23 @@ def test_the_banner_names_google_gemini_base_url() -> None:
     out = io.StringIO()
     banner(settings, {"openai": "http://127.0.0.1:5003/v1"}, out)
     assert "GOOGLE_GEMINI_BASE_URL" not in out.getvalue()
+
+
+def test_serve_emulate_points_each_native_upstream_at_its_emulator() -> None:
+    """gemini's ``gemini_base_url`` at its chat emulator's root (which serves AI Studio natively);
+    vertex and code-assist at theirs, with no chat base left that could reach out."""
+    settings = load_settings(CONFIG)
+    urls = {
+        "gemini": "http://127.0.0.1:5001/v1beta/openai",
+        "vertex": "http://127.0.0.1:5002",
+        "code-assist": "http://127.0.0.1:5003",
+    }
+    upstreams = emulated(settings, CONFIG, urls).upstreams
+    assert upstreams["gemini"].base_url == urls["gemini"]
+    assert upstreams["gemini"].gemini_base_url == "http://127.0.0.1:5001"
+    for name in ("vertex", "code-assist"):
+        assert upstreams[name].gemini_base_url == urls[name]
+        assert upstreams[name].base_url is None
+        assert upstreams[name].anthropic_base_url is None
+    assert all(u.api_key_env is None for u in upstreams.values() if u.enabled)
+    assert "openai" not in upstreams  # no emulator started for it: dropped
