@@ -10,12 +10,14 @@ N7, N10, N17; N11, N12), then over ``contents`` in order:
   turn ends ``contents``), N2 (a call turn first, or right after a model turn); responses split
   over two user contents (N15) fail N3 on the second;
 - N4 (opt-in, Google's 2023 text): multi-turn ``contents`` ending with a model turn;
-- signatures, per part in order: N8 (a signature this emulator did not mint and no dummy the
-  endpoint takes: AS/CA ``Corrupted thought signature.``, VX its own text), then for Gemini 3
-  models (``gemini-3…``, not ``…-image…`` on Vertex) N5/N5v (the first ``functionCall`` of each
-  model content of the current turn without a signature). Dummies (N16): AS takes
-  ``skip_thought_signature_validator`` and ``context_engineering_is_the_way_to_go``; Vertex
-  only the first (the second counts as missing), Code Assist as Vertex (matrix ``?``);
+- signatures, per call part in order: N8 (a signature this emulator did not mint and no dummy
+  the endpoint takes, on any model's calls in any turn: AS/CA ``Corrupted thought
+  signature.``, VX its own text; signatures on other parts are not judged, no evidence), then
+  for Gemini 3 models (``gemini-3…``, not ``…-image…`` on Vertex) N5/N5v (the first
+  ``functionCall`` of each model content of the current turn without a signature). Dummies
+  (N16): AS takes ``skip_thought_signature_validator`` and
+  ``context_engineering_is_the_way_to_go``; Vertex only the first (the second counts as
+  missing), Code Assist as Vertex (matrix ``?``);
 - N19 (opt-in, our wording): a response whose call had an ``id`` must echo it (by position).
 
 The positions in N5/N5v are 0-based indexes into ``contents`` (as the OpenAI-compatible
@@ -205,11 +207,13 @@ def _signatures(endpoint: str, model: str, contents: list[dict[str, Any]]) -> Re
     for i, content in enumerate(contents):
         first_call = True
         for part in parts_of(content):
+            call = get(part, "functionCall")
+            if not isinstance(call, dict) or role_of(content) != "model":
+                continue
             kind = signature_kind(endpoint, get(part, "thoughtSignature"))
             if kind == "foreign":
                 return google_error(endpoint, "N8", N8V if endpoint == VERTEX else N8)
-            call = get(part, "functionCall")
-            if not isinstance(call, dict) or role_of(content) != "model" or not first_call:
+            if not first_call:
                 continue
             first_call = False
             if gemini_3 and i >= start and kind == "missing":

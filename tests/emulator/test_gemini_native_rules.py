@@ -136,16 +136,10 @@ def test_n8_a_signature_from_elsewhere_is_refused(endpoint: str) -> None:
         for model_id in (G3, "gemini-2.5-flash"):
             response = post(endpoint, {"contents": contents}, model_id)
             check(response, endpoint, N8V if endpoint == "vertex" else N8)
-    own = [
-        user(),
-        model(
-            text(
-                "Hm.",
-            )
-            | {"thoughtSignature": mint(endpoint, "y")}
-        ),
-    ]
-    assert post(endpoint, {"contents": [*own, user("Go on.")]}, G3).status_code == 200
+    own = [user(), model(call(signature=mint(endpoint, "y"))), results(answer())]
+    assert post(endpoint, {"contents": own}, G3).status_code == 200
+    on_text = [user(), model(text("Hm.") | {"thoughtSignature": mint(other, "y")}), user("Go.")]
+    assert post(endpoint, {"contents": on_text}, G3).status_code == 200  # not judged
 
 
 def unknown(name: str, at: str) -> str:
