@@ -22,12 +22,15 @@ Test knobs, as request headers: ``x-emulator-status: 429`` (that status in the e
 envelope, before validation), ``x-emulator-chunks``, ``x-emulator-pacing-ms`` (as the other
 emulators), ``x-emulator-stream-error: 503`` (a 200 stream cut after its first chunk by an
 ``{"error": {"code": 503, …, "status": "UNAVAILABLE"}}`` event; any value that is not a 4xx/5xx
-status means 503). Each 200 carries ``x-emulator-body-sha256`` of the request body.
+status means 503), ``x-emulator-strict: N10,N19`` (turns on off-by-default rules, among N4,
+N10, N17 and N19, for this request). Each 200 carries ``x-emulator-body-sha256`` of the
+request body.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -190,10 +193,11 @@ class GeminiNativeApp:
             inner, root = get(body, "request"), "request"
             model = str(get(body, "model") or "")
         model = model.removeprefix("models/")
-        rejection = validate_native(self.endpoint, model, inner, self.strict, root)
+        strict = _stricter(self.strict, request.headers.get("x-emulator-strict", ""))
+        rejection = validate_native(self.endpoint, model, inner, strict, root)
         if rejection is not None:
             return rejection
-        ids = not (self.endpoint == VERTEX and self.strict.vertex_rejects_ids)
+        ids = not (self.endpoint == VERTEX and strict.vertex_rejects_ids)
         plan = plan_reply(self.endpoint, model, inner, request.body, ids=ids)
         return reply_body(plan), plan
 
@@ -229,6 +233,20 @@ def _model(model: str) -> dict[str, Any]:
         "supportedGenerationMethods": ["generateContent", "countTokens"],
         "thinking": True,
     }
+
+
+#: The off-by-default rules a request may turn on (``x-emulator-strict: N10,N19``).
+_OPT_IN = {
+    "N4": "trailing_model_turn",
+    "N10": "vertex_rejects_ids",
+    "N17": "struct_values",
+    "N19": "response_ids",
+}
+
+
+def _stricter(strict: Strictness, header: str) -> Strictness:
+    names = {_OPT_IN[rule] for rule in re.split(r"[,\s]+", header.upper()) if rule in _OPT_IN}
+    return replace(strict, **dict.fromkeys(names, True)) if names else strict
 
 
 def _stream_error(request_headers: dict[str, str]) -> int | None:

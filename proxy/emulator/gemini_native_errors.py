@@ -38,6 +38,7 @@ FORCED = {
     503: "The model is overloaded. Please try again later.",
     504: "Deadline exceeded",  # ours
 }
+#: ``errors[].reason`` on Code Assist: ``badRequest`` is seen (§2); the others are ours.
 _REASONS = {400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "notFound"}
 _REASONS |= {429: "rateLimitExceeded", 500: "backendError", 503: "backendError"}
 

@@ -233,3 +233,15 @@ def test_include_thoughts_opens_the_answer_with_a_thought(endpoint: str) -> None
     assert parts[0] == {"text": "Emulated reasoning: the request is valid.", "thought": True}
     assert parts[1] == {"text": "Emulated gemini answer to: Hi."}
     assert len(parts) == 2
+
+
+def test_a_request_can_turn_on_the_off_by_default_rules() -> None:
+    ids = [user(), {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "f"}}]},
+           results(answer("f", id="c1"))]  # fmt: skip
+    assert post("vertex", {"contents": ids}).status_code == 200
+    refused = post("vertex", {"contents": ids}, headers={"x-emulator-strict": "n10, N19"})
+    assert refused.status_code == 400
+    assert 'Unknown name "id"' in refused.json()["error"]["message"]
+    trailing = {"contents": [user(), {"role": "model", "parts": [{"text": "Hm."}]}]}
+    assert post("aistudio", trailing, headers={"x-emulator-strict": "N10"}).status_code == 200
+    assert post("aistudio", trailing, headers={"x-emulator-strict": "N4"}).status_code == 400
