@@ -30,11 +30,10 @@ from proxy.emulator.asgi import (
     ReceivedRequest,
     Scope,
     Send,
+    accept,
     digest,
     float_header,
     int_header,
-    lifespan,
-    read_request,
     reject,
     respond,
     stream,
@@ -149,14 +148,9 @@ class EmulatorApp:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
+        request = await accept(scope, receive, send, self.received)
+        if request is None:
             return
-        if scope["type"] != "http":
-            return
-        request = await read_request(scope, receive)
-        if self.received is not None:
-            self.received.append(request)
         if request.method == "POST" and request.path in self._chat_paths:
             await self._chat(request, send)
         elif request.method == "POST" and request.path in self._responses_paths:

@@ -52,6 +52,22 @@ async def read_body(receive: Receive) -> bytes:
     return b"".join(parts)
 
 
+async def accept(
+    scope: Scope, receive: Receive, send: Send, received: list[ReceivedRequest] | None
+) -> ReceivedRequest | None:
+    """The HTTP request of `scope`, appended to `received` when a list is given; None for a
+    lifespan scope (served here) or any other kind."""
+    if scope["type"] == "lifespan":
+        await lifespan(receive, send)
+        return None
+    if scope["type"] != "http":
+        return None
+    request = await read_request(scope, receive)
+    if received is not None:
+        received.append(request)
+    return request
+
+
 async def read_request(scope: Scope, receive: Receive) -> ReceivedRequest:
     """The HTTP request of `scope`, its body read in full."""
     return ReceivedRequest(

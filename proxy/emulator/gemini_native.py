@@ -41,11 +41,10 @@ from proxy.emulator.asgi import (
     ReceivedRequest,
     Scope,
     Send,
+    accept,
     digest,
     float_header,
     int_header,
-    lifespan,
-    read_request,
     respond,
     stream,
 )
@@ -126,14 +125,9 @@ class GeminiNativeApp:
         self.strict = strict
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
+        request = await accept(scope, receive, send, self.received)
+        if request is None:
             return
-        if scope["type"] != "http":
-            return
-        request = await read_request(scope, receive)
-        if self.received is not None:
-            self.received.append(request)
         if self.serves(request.method, request.path):
             await self.handle(request, scope.get("query_string", b""), send)
         else:
