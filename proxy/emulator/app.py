@@ -48,8 +48,8 @@ from proxy.emulator.messages import (
     count_tokens_reply,
     messages_reply,
 )
-from proxy.emulator.messages_answer import stream_knobs
 from proxy.emulator.messages_errors import forced as messages_forced
+from proxy.emulator.messages_events import stream_knobs
 from proxy.emulator.messages_threads import Threads
 from proxy.emulator.responses_answer import responses_reply
 from proxy.emulator.validators import (

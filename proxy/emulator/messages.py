@@ -22,13 +22,9 @@ from typing import Any
 import orjson
 
 from proxy.emulator.common import Rejection
-from proxy.emulator.messages_answer import (
-    message_body,
-    message_events,
-    message_json,
-    plan_message,
-)
+from proxy.emulator.messages_answer import plan_message
 from proxy.emulator.messages_errors import MESSAGES_PROVIDERS, not_json
+from proxy.emulator.messages_events import message_body, message_events, message_json
 from proxy.emulator.messages_threads import Threads
 from proxy.emulator.messages_validate import validate_messages
 

@@ -15,15 +15,13 @@ answered, in this order:
    unscripted: an agent such as Claude Code, pointed at the emulator without directives, gets a
    text rather than a call of its first tool (its ``Agent`` tool, which would recurse).
 3. Otherwise a text: quoting the trailing tool results, or echoing the start of the question
-   (the last text block of the last message, after any ``<system-reminder>`` blocks).
+   (the last user text that is not a ``<system-reminder>``: Claude Code injects those).
 
 A thinking block (signed; DeepSeek's signature is ``""`` as DeepSeek returns it) opens the
 answer when the provider thinks for this request. Tool-use ids are ``toolu_01…`` (Kimi:
-``functions.<name>:<n>``, its own shape, langchain_anthropic's id middleware).
-Streams follow anthropic-messages.md §6: ``message_start``, per block ``content_block_start``
-(a ``ping`` after the first), deltas (``text_delta``, ``thinking_delta`` then
-``signature_delta``, ``input_json_delta``), ``content_block_stop``, ``message_delta``,
-``message_stop``.
+``functions.<name>:<n>``, its own shape, langchain_anthropic's id middleware). The answer's
+wire form (the Message, its SSE events) is :mod:`proxy.emulator.messages_events`; the text it
+quotes, :mod:`proxy.emulator.messages_prompt`.
 """
 
 from __future__ import annotations
@@ -35,10 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from proxy.emulator.completion import split
 from proxy.emulator.messages_content import thinking_type
+from proxy.emulator.messages_prompt import answer_text, text_of, tool_results
 from proxy.emulator.messages_validate import deepseek_thinks, kimi_thinks
 from proxy.emulator.scripts import Call, placeholders, rounds
 
@@ -89,7 +85,7 @@ def plan_message(provider: str, body: dict[str, Any], raw: bytes) -> Reply:
         blocks.append({"type": "tool_use", "id": _tool_id(provider, name, body, digest, k),
                        "name": name, "input": arguments})  # fmt: skip
     if not calls:
-        blocks.append({"type": "text", "text": _text(provider, body["messages"])})
+        blocks.append({"type": "text", "text": answer_text(provider, body["messages"])})
     return Reply(f"msg_01{digest}", str(body["model"]), blocks, max(len(raw) // 4, 1))
 
 
@@ -101,15 +97,9 @@ def _asking(messages: list[dict[str, Any]]) -> int | None:
     """The index of the last user message without tool results."""
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
-        if message.get("role") == "user" and not _results(message):
+        if message.get("role") == "user" and not tool_results(message):
             return i
     return None
-
-
-def _results(message: dict[str, Any]) -> list[dict[str, Any]]:
-    content = message.get("content")
-    blocks = content if isinstance(content, list) else []
-    return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
 def _scripted(body: dict[str, Any]) -> list[Call]:
@@ -135,7 +125,7 @@ def _default_call(body: dict[str, Any]) -> list[Call]:
     choice = choice if isinstance(choice, dict) else {}
     if not isinstance(tools, list) or choice.get("type") not in ("any", "tool"):
         return []
-    if messages[-1].get("role") != "user" or _results(messages[-1]):
+    if messages[-1].get("role") != "user" or tool_results(messages[-1]):
         return []
     if DIRECTIVE.search(text_of(messages[-1].get("content"))):
         return []  # a script that is done answers text
@@ -158,133 +148,3 @@ def _tool_id(provider: str, name: str, body: dict[str, Any], digest: str, k: int
         )
         return f"functions.{name}:{count + k}"
     return f"toolu_01{digest}" + (f"_{k}" if k else "")
-
-
-def text_of(content: Any) -> str:
-    """The text of a message's content (string, or its text blocks joined)."""
-    if isinstance(content, str):
-        return content
-    blocks = content if isinstance(content, list) else []
-    texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
-    return " ".join(t for t in texts if isinstance(t, str))
-
-
-def _text(provider: str, messages: list[dict[str, Any]]) -> str:
-    results = _results(messages[-1]) if messages[-1].get("role") == "user" else []
-    if results:
-        quoted = [_result_text(r.get("content"))[:200] for r in results]
-        return "The tool returned: " + " | ".join(quoted)
-    return f"Emulated {provider} answer to: {_last_text(messages[-1].get('content'))[:80]}"
-
-
-def _last_text(content: Any) -> str:
-    """The last text of a message: the question, after any ``<system-reminder>`` blocks."""
-    if isinstance(content, str):
-        return content
-    texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    return next((t for t in reversed(texts) if isinstance(t, str)), "")
-
-
-def _result_text(content: Any) -> str:
-    return content if isinstance(content, str) else text_of(content)
-
-
-def message_json(reply: Reply, *, streaming: bool = False) -> dict[str, Any]:
-    """The Message object (empty content and no stop reason as ``message_start`` carries it)."""
-    return {
-        "id": reply.id,
-        "type": "message",
-        "role": "assistant",
-        "model": reply.model,
-        "content": [] if streaming else reply.blocks,
-        "stop_reason": None if streaming else reply.stop_reason,
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": reply.input_tokens,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "output_tokens": 1 if streaming else reply.output_tokens,
-        },
-    }
-
-
-def message_body(reply: Reply) -> bytes:
-    return orjson.dumps(message_json(reply))
-
-
-def _event(kind: str, payload: dict[str, Any]) -> bytes:
-    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
-
-
-PING = b'event: ping\ndata: {"type": "ping"}\n\n'
-
-
-def message_events(reply: Reply, chunks: int | None) -> list[bytes]:
-    """The SSE frames of the streamed answer."""
-    frames = [
-        _event(
-            "message_start",
-            {"type": "message_start", "message": message_json(reply, streaming=True)},
-        )
-    ]
-    for index, block in enumerate(reply.blocks):
-        frames.append(
-            _event(
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": _opening(block)},
-            )
-        )
-        if index == 0:
-            frames.append(PING)
-        frames += [
-            _event(
-                "content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}
-            )
-            for d in _deltas(block, chunks)
-        ]
-        frames.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-    delta = {"stop_reason": reply.stop_reason, "stop_sequence": None}
-    usage = {"output_tokens": reply.output_tokens}
-    frames.append(
-        _event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
-    )
-    frames.append(_event("message_stop", {"type": "message_stop"}))
-    return frames
-
-
-def _opening(block: dict[str, Any]) -> dict[str, Any]:
-    if block["type"] == "text":
-        return {"type": "text", "text": ""}
-    if block["type"] == "thinking":
-        return {"type": "thinking", "thinking": "", "signature": ""}
-    return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-
-
-def _deltas(block: dict[str, Any], chunks: int | None) -> list[dict[str, Any]]:
-    if block["type"] == "text":
-        return [{"type": "text_delta", "text": p} for p in split(block["text"], chunks)]
-    if block["type"] == "thinking":
-        pieces = [
-            {"type": "thinking_delta", "thinking": p} for p in split(block["thinking"], chunks)
-        ]
-        return [*pieces, {"type": "signature_delta", "signature": block["signature"]}]
-    arguments = json.dumps(block["input"], ensure_ascii=False)
-    return [{"type": "input_json_delta", "partial_json": p} for p in split(arguments, chunks or 2)]
-
-
-#: What Anthropic streams for an error after the 200 (platform.claude.com messages-streaming).
-STREAM_ERRORS = {"overloaded_error": "Overloaded", "api_error": "Internal server error"}
-#: An event type no client knows: relays and SDKs must pass it through (§6).
-UNKNOWN_EVENT = b'event: emulator_future_event\ndata: {"type": "emulator_future_event"}\n\n'
-
-
-def stream_knobs(frames: list[bytes], headers: dict[str, str]) -> list[bytes]:
-    """`frames` as the test knobs ``x-emulator-stream-error`` and ``x-emulator-stream-extra``
-    ask: cut after ``message_start`` by an ``event: error``, or with an unknown event slipped in."""
-    kind = headers.get("x-emulator-stream-error")
-    if kind:
-        error = {"type": kind, "message": STREAM_ERRORS.get(kind, "Emulated error.")}
-        return [frames[0], _event("error", {"type": "error", "error": error})]
-    if headers.get("x-emulator-stream-extra"):
-        return [frames[0], UNKNOWN_EVENT, *frames[1:]]
-    return frames

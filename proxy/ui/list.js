@@ -199,15 +199,18 @@ function actionsByRule(findings) {
 // A broken conversation's first record: how often its break came back, since when, who sent it
 // (the conversation's every turn: the record page links them).
 function turns(r) {
+  // Parts are nodes (the times are <time> elements), so they are joined as children, never
+  // into a string.
   const parts = [];
   if (r.repeats > 0) {
-    parts.push(`${r.repeats + 1} turns`, `since ${timeLabel(r.created_at)}`);
-    if (r.last_seen) parts.push(`last ${timeLabel(r.last_seen)}`);
+    parts.push(`${r.repeats + 1} turns`, ["since ", timeLabel(r.created_at)]);
+    if (r.last_seen) parts.push(["last ", timeLabel(r.last_seen)]);
   } else if (r.repeat_of) {
     parts.push("repeat");
   }
-  if (r.client && parts.length) parts.push(r.client);
-  return parts.length ? h("span", { className: "turns muted" }, parts.join(" · ")) : null;
+  if (r.client && parts.length) parts.push(String(r.client));
+  if (!parts.length) return null;
+  return h("span", { className: "turns muted" }, parts.map((p, i) => (i ? [" · ", p] : p)));
 }
 
 function row(r) {

@@ -83,7 +83,9 @@ function findingsList(record) {
       h("span", { className: "rule" }, f.rule), " ",
       actionTag(f.action), " ",
       general.includes(f) ? h("code", {}, f.path) : jump(f.path, record.history_key), " ",
-      h("span", { className: "detail" }, f.detail)))));
+      h("span", { className: "detail" }, f.detail),
+      f.hint ? h("div", { className: "hint" }, h("span", { className: "muted" },
+        "Fix in the client: "), String(f.hint)) : null))));
 }
 
 // Scrolls to the item row a finding is pinned to.

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from proxy.emulator.messages import messages_reply
-from proxy.emulator.messages_answer import stream_knobs
+from proxy.emulator.messages_events import stream_knobs
 from tests.clients.conftest import TIMEOUT, require
 from tests.clients.messages_guard import ASK, CLIENT_KEY, READ_FILE, SYSTEM, MessagesGuard
 

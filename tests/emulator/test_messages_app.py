@@ -27,6 +27,7 @@ from tests.emulator.messages_builders import (
     assistant,
     request,
     result,
+    text,
     use,
     user,
     users,
@@ -294,6 +295,36 @@ def test_unscripted_agent_turn_gets_a_text_echoing_its_question() -> None:
     message = post("anthropic", request(ask, tools=[READ])).json()
     assert message["stop_reason"] == "end_turn"
     assert message["content"] == [{"type": "text", "text": "Emulated anthropic answer to: Say hi."}]
+
+
+AGENTS = "<system-reminder>\nAvailable agent types for the Agent tool: general-purpose\n</system-reminder>"
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        # Claude Code's prompt between its reminders, in one message
+        [
+            users(
+                text("<system-reminder>\nContext\n</system-reminder>"),
+                text("Say hello"),
+                text(AGENTS),
+            )
+        ],
+        # a reminder and the prompt in one text block; an unclosed reminder after it
+        [users(text(f"{AGENTS}\nSay hello\n<system-reminder>cut"))],
+        # the reminders in a user message of their own after the prompt's
+        [users(text("Say hello")), assistant(text("Hi.")), users(text(AGENTS))],
+    ],
+    ids=["blocks-around", "one-block", "message-after"],
+)
+def test_the_answer_quotes_the_prompt_not_a_system_reminder(messages: list[Any]) -> None:
+    """``claude -p "Say hello"`` is answered to "Say hello", not to the agent types it injects
+    (issue 37 item 5)."""
+    message = post("anthropic", request(*messages)).json()
+    assert message["content"] == [
+        {"type": "text", "text": "Emulated anthropic answer to: Say hello"}
+    ], message
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
