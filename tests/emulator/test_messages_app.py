@@ -297,7 +297,10 @@ def test_unscripted_agent_turn_gets_a_text_echoing_its_question() -> None:
     assert message["content"] == [{"type": "text", "text": "Emulated anthropic answer to: Say hi."}]
 
 
-AGENTS = "<system-reminder>\nAvailable agent types for the Agent tool: general-purpose\n</system-reminder>"
+AGENTS = (
+    "<system-reminder>\nAvailable agent types for the Agent tool: general-purpose\n"
+    "</system-reminder>"
+)
 
 
 @pytest.mark.parametrize(
