@@ -75,7 +75,8 @@ def _not_a_string(arguments: Any) -> str | None:
 @rule(
     "arguments_not_string",
     tools_only=True,
-    hint="Send function.arguments as a JSON-encoded string (json.dumps the arguments object).",
+    hint="Send function.arguments as a JSON-encoded string (json.dumps the arguments object; "
+    '"{}" when there are none).',
 )
 def arguments_not_string(history: History, params: Params) -> list[Hit]:
     """``function.arguments`` stored as an object, array, number, boolean, null, or missing.
@@ -155,7 +156,8 @@ def _not_an_object(arguments: Any) -> str | None:
 @rule(
     "arguments_invalid_json",
     tools_only=True,
-    hint="Keep function.arguments a complete JSON object; don't persist truncated tool calls.",
+    hint="Keep function.arguments a complete JSON object (text that is not one goes wrapped as "
+    '{"raw_arguments": ...}); don\'t persist truncated tool calls.',
 )
 def arguments_invalid_json(history: History, params: Params) -> list[Hit]:
     """A ``function.arguments`` string that is not a JSON object (truncated, empty, a list).

@@ -100,7 +100,11 @@ def _kind(message: Message, provider: Provider) -> str:
     return "caller" if message["role"] == "assistant" and legacy else message["role"]
 
 
-@rule("content_null", hint="Send 'content' as a string (\"\" when there is nothing to say).")
+@rule(
+    "content_null",
+    hint="Leave 'content' out where the upstream takes that (a tool-call turn); elsewhere send it "
+    'as a string ("" when there is nothing to say).',
+)
 def content_null(history: History, params: Params) -> list[Hit]:
     """``content: null`` or no ``content`` on a message where the upstream refuses it.
 
@@ -160,7 +164,8 @@ def _fix_null(history: History, hits: Sequence[Hit], params: Params) -> History:
 
 @rule(
     "empty_text",
-    hint="Send non-empty text; leave 'content' out of tool-call turns instead.",
+    hint="Send some text where content or a text part would be empty (a placeholder such as "
+    "'(empty)' for an empty tool result).",
     params={"text": "(empty)"},
 )
 def empty_text(history: History, params: Params) -> list[Hit]:

@@ -21,7 +21,8 @@ from proxy.core.rule import BadParam, Hit, Params, rule
 @rule(
     "too_many_tool_calls",
     tools_only=True,
-    hint="Send at most 128 tool calls in one assistant message; split bigger steps.",
+    hint="Send at most as many tool calls in one assistant message as the upstream takes (OpenAI: "
+    "128); split bigger steps into successive assistant messages.",
     params={"max_calls": 0},
 )
 def too_many_tool_calls(history: History, params: Params) -> list[Hit]:

@@ -132,7 +132,8 @@ duplicate_tool_result.repair("keep_first")(_keep_last)
     "orphan_tool_result",
     tools_only=True,
     hint="Keep the assistant message with 'tool_calls' (and its 'id's) that each tool result "
-    "answers; trim histories at whole call blocks.",
+    "answers and trim histories at whole call blocks; a result whose call is lost can only go on "
+    "as user text naming the call.",
     params={"text": SALVAGE_TEXT},
 )
 def orphan_tool_result(history: History, params: Params) -> list[Hit]:

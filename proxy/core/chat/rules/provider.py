@@ -120,7 +120,8 @@ def _thinking(history: History, params: Params) -> bool:
 @rule(
     "missing_reasoning_content",
     tools_only=True,
-    hint="Pass each tool-call turn's 'reasoning_content' back to the API unchanged.",
+    hint="Pass each tool-call turn's 'reasoning_content' back to the API unchanged (\"\" when it "
+    "was not kept).",
     params={"models": []},
 )
 def missing_reasoning_content(history: History, params: Params) -> list[Hit]:
@@ -160,7 +161,8 @@ def _add_reasoning(history: History, hits: Sequence[Hit], params: Params) -> His
 @rule(
     "thought_signature",
     tools_only=True,
-    hint="Echo each tool call's extra_content.google.thought_signature back as Gemini sent it.",
+    hint="Echo each tool call's extra_content.google.thought_signature back as Gemini sent it (a "
+    "call Gemini did not make gets Google's 'skip_thought_signature_validator').",
     params={"signature": DUMMY_SIGNATURE, "models": []},
 )
 def thought_signature(history: History, params: Params) -> list[Hit]:

@@ -83,7 +83,8 @@ def _drop_empty(history: History, hits: Sequence[Hit], params: Params) -> Histor
 @rule(
     "function_call_turn_order",
     tools_only=True,
-    hint="Put each assistant 'tool_calls' message right after a user message or tool results.",
+    hint="Put each assistant 'tool_calls' message right after a user message or tool results: "
+    "join the assistant text before it into it, or send a short user turn first.",
     params={"text": CONTINUE_TEXT},
 )
 def function_call_turn_order(history: History, params: Params) -> list[Hit]:

@@ -34,7 +34,8 @@ def _parts_hit(i: int, content: list[Any], provider: Provider) -> Hit | None:
 @rule(
     "tool_content_shape",
     tools_only=True,
-    hint="Send tool results as a string; JSON-encode structured results.",
+    hint='Send tool results as a string: JSON-encode structured results, join text parts, "" '
+    "when there is none.",
 )
 def tool_content_shape(history: History, params: Params) -> list[Hit]:
     """A ``tool`` message whose content is an object, number, boolean, null or missing.
@@ -106,7 +107,8 @@ def _part_hit(i: int, parts: list[Any]) -> Hit:
 
 @rule(
     "content_parts_unsupported",
-    hint="Send content as a plain string to this upstream, and images to one that reads them.",
+    hint="Send content as a plain string to this upstream (its text parts joined), and images to "
+    "one that reads them.",
 )
 def content_parts_unsupported(history: History, params: Params) -> list[Hit]:
     """Content sent as an array of parts to an upstream that only takes strings (DeepSeek).
