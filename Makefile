@@ -1,6 +1,6 @@
 # Every target does its own set-up: a fresh clone needs only python3 (>= 3.11) and make.
 # Two installs into one .venv: `make run` installs the runtime alone (the proxy's dependencies
-# and the SDK the quick-start example uses; no test tools), `make test` adds the development
+# and the SDKs the README's examples use; no test tools), `make test` adds the development
 # set (`.[dev]`: test tools, linters, the client libraries the suite drives).
 PYTHON ?= python3
 VENV   := .venv
@@ -37,8 +37,9 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy proxy
 
+# make demo ARGS='--emulate --port 28780': the closing line points at that port.
 demo: $(RUNTIME_STAMP)
-	$(BIN)/python -m proxy.demo
+	$(BIN)/python -m proxy.demo $(ARGS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench

@@ -1,10 +1,18 @@
 """``make demo``: an offline tour. A strict DeepSeek emulator, the proxy in front of it, and the
 history from seed 000 (an assistant message saved without its ``tool_calls``): refused
-directly, accepted through the proxy, and recorded."""
+directly, accepted through the proxy, and recorded.
+
+The tour runs on free ports of its own. Its closing line points at the proxy ``make run``
+serves: the port ``serve`` would use (``--port``, else the config's and the environment's, as
+``serve`` reads them), so ``make demo ARGS='--emulate --port 28780'`` says 28780. ``serve``'s
+other flags are accepted and ignored."""
 
 from __future__ import annotations
 
+import argparse
+import sys
 import tempfile
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -36,7 +44,22 @@ def _show(title: str, response: httpx.Response) -> None:
     print("   " + response.text[:400].replace("\n", "\n   "))
 
 
-def main() -> int:
+def served_base(argv: Sequence[str]) -> str:
+    """The base URL ``serve`` would listen on with these flags (its other flags ignored)."""
+    parser = argparse.ArgumentParser(prog="make demo", add_help=False)
+    parser.add_argument("--config")
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    flags, _ = parser.parse_known_args(argv)
+    server = load_settings(flags.config).server
+    host = flags.host or server.host
+    if host in ("0.0.0.0", "::"):  # every interface: this machine reaches it on loopback
+        host = "127.0.0.1"
+    return f"http://{host}:{flags.port or server.port}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     with ExitStack() as stack:
         upstream = stack.enter_context(serve_in_thread(create_emulator_app("deepseek")))
         data = Path(stack.enter_context(tempfile.TemporaryDirectory()))
@@ -64,9 +87,12 @@ def main() -> int:
         print("   forwarded messages:")
         for message in stored["forwarded"]["messages"]:
             print("     " + orjson.dumps(message).decode()[:150])
+        base = served_base(argv)
+        port = base.rsplit(":", 1)[1]
+        flags = "--emulate" if port == "8780" else f"'--emulate --port {port}'"
         print(
-            "\nTry it yourself: `make run ARGS=--emulate` serves the proxy in front of the "
-            "emulators; browse the records at http://127.0.0.1:8780/ui."
+            f"\nTry it yourself: `make run ARGS={flags}` serves the proxy in front of the "
+            f"emulators; browse the records at {base}/ui."
         )
         return 0 if answer.status_code == 200 and record.status_code == 200 else 1
 

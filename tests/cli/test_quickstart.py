@@ -5,6 +5,7 @@ taken from the README itself, prints exactly what the README says it prints."""
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import queue
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,7 +47,7 @@ def free_port() -> int:
 
 def _clean_env() -> dict[str, str]:
     """A newcomer's environment: no provider keys, no proxy settings."""
-    drop = ("OPENAI_", "DEEPSEEK_", "GEMINI_", "TOOLCALL_GUARD_")
+    drop = ("OPENAI_", "ANTHROPIC_", "DEEPSEEK_", "GEMINI_", "TOOLCALL_GUARD_")
     return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
 
 
@@ -92,23 +94,82 @@ def test_the_banner_says_where_the_proxy_and_the_emulators_are(served: tuple[str
     assert f"{url}/ui" in banner
 
 
-def test_the_readme_example_prints_what_the_readme_says(served: tuple[str, str]) -> None:
-    url, _ = served
-    section = quick_start()
-    code = block(section, "python")
-    expected = block(section.split(code, 1)[1], "text")
-    assert README_URL in code
-    assert "api_key=" in code  # works without OPENAI_API_KEY
-    result = subprocess.run(
-        [sys.executable, "-c", code.replace(README_URL, url)],
-        env=_clean_env(),
+def banner_environment(banner: str) -> dict[str, str]:
+    """The variables the banner says to set: ``proxy  URL  (set NAME to this…``."""
+    found = re.findall(r"^  proxy\s+(\S+)\s+\(set (\w+) to this", banner, re.MULTILINE)
+    return {name: url for url, name in found}
+
+
+def run_snippet(code: str, banner: str) -> subprocess.CompletedProcess[str]:
+    """A README snippet, as written, in a newcomer's environment plus what the banner says."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=_clean_env() | banner_environment(banner),
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_the_readme_example_prints_what_the_readme_says(served: tuple[str, str]) -> None:
+    _, banner = served
+    section = quick_start()
+    code = block(section, "python")
+    expected = block(section.split(code, 1)[1], "text")
+    assert README_URL in code  # the default port needs nothing set
+    assert "api_key=" in code  # works without OPENAI_API_KEY
+    result = run_snippet(code, banner)
     assert result.returncode == 0, result.stderr
     assert result.stdout == expected
+
+
+def test_the_banner_names_the_variables_the_snippets_read(served: tuple[str, str]) -> None:
+    url, banner = served
+    assert banner_environment(banner) == {
+        "OPENAI_BASE_URL": f"{url}/v1",
+        "ANTHROPIC_BASE_URL": url,
+    }
+
+
+SNIPPETS = re.findall(r"```python\n(.*?)```\n(.*?)(?=```|\n## )", README, re.DOTALL)
+
+
+@pytest.mark.parametrize(
+    ("code", "after"), SNIPPETS, ids=[f"snippet{i}" for i in range(len(SNIPPETS))]
+)
+def test_every_readme_python_snippet_runs_as_written(
+    served: tuple[str, str], code: str, after: str
+) -> None:
+    """Issue 37 items 3 and 7: each snippet carries what it needs (a key for its SDK, a current
+    model), imports only what `make run` installs (`.[quickstart]`), and reaches the proxy on
+    the port it runs on through the variables the banner prints (here a free port, not 8780)."""
+    url, banner = served
+    assert not url.endswith(":8780")
+    result = run_snippet(code, banner)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip(), "a snippet shows what it got"
+    said = re.search(r"it prints `([^`]+)`", after)
+    if said:  # what the README says right after the snippet that it prints
+        assert result.stdout.strip() == said.group(1)
+
+
+def _distribution(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.split(r"[<>=\[ ;]", requirement)[0]).lower()
+
+
+def test_the_snippets_sdks_are_in_the_quick_start_install() -> None:
+    """`make run` installs `.[quickstart]`: every package a README snippet imports is in it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installed = project["optional-dependencies"]["quickstart"] + project["dependencies"]
+    names = {_distribution(r) for r in installed}
+    providers = importlib.metadata.packages_distributions()
+    for code, _ in SNIPPETS:
+        for module in re.findall(r"^(?:from|import) (\w+)", code, re.MULTILINE):
+            if module in sys.stdlib_module_names:
+                continue
+            found = {_distribution(d) for d in providers.get(module, [module])}
+            assert found & names, f"{module} is not installed by `make run`"
 
 
 def test_the_readme_command_runs_serve_emulate() -> None:
