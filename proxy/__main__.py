@@ -17,7 +17,9 @@ PROVIDERS = (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolcall-guard",
-        description="Keep tool-calling histories valid in front of OpenAI-compatible providers.",
+        description="Keep tool-calling histories valid in front of LLM providers, on chat "
+        "completions, the Responses API and the Anthropic Messages API (POST "
+        "/v1/chat/completions, /v1/responses, /v1/messages).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
