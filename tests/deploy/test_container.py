@@ -163,7 +163,7 @@ def test_compose_runs_the_example_agent_offline_by_default() -> None:
     agent = services["agent"]
     assert agent["environment"]["OPENAI_BASE_URL"] == "http://toolcall-guard:8780/v1"
     assert agent["depends_on"]["toolcall-guard"]["condition"] == "service_healthy"
-    assert agent["command"] == ["python", "/agent/example_agent.py"]
+    assert [*agent["entrypoint"], *agent["command"]] == ["python", "/agent/example_agent.py"]
     assert "./deploy/example_agent.py:/agent/example_agent.py:ro" in agent["volumes"]
     emulator = services["emulator"]
     assert emulator["command"][:3] == ["emulate", "--provider", "openai"]
@@ -177,12 +177,17 @@ def test_compose_runs_the_example_agent_offline_by_default() -> None:
     assert ":?" not in (ROOT / "docker-compose.yml").read_text()
 
 
+def _proxy(service: dict[str, Any]) -> bool:
+    """A proxy replica: it serves (the image's command) with a repair log of its own."""
+    return "command" not in service and "TOOLCALL_GUARD_REPAIR_LOG__URL" in service.get(
+        "environment", {}
+    )
+
+
 def test_compose_sidecar_and_postgres_profile() -> None:
     services = _compose()["services"]
     assert "repairs:/data" in services["toolcall-guard"]["volumes"]
-    replicas = [
-        s for s in services.values() if "postgres" in s.get("profiles", []) and "build" in s
-    ]
+    replicas = [s for s in services.values() if "postgres" in s.get("profiles", []) and _proxy(s)]
     assert len(replicas) == 2
     for replica in replicas:
         assert replica["environment"]["TOOLCALL_GUARD_REPAIR_LOG__URL"].startswith("postgresql://")
@@ -215,7 +220,7 @@ def test_compose_file_validates_against_the_compose_schema() -> None:
 def test_the_postgres_profile_has_an_agent_using_both_replicas() -> None:
     services = _compose()["services"]
     replicas = sorted(
-        name for name, s in services.items() if "postgres" in s.get("profiles", []) and "build" in s
+        name for name, s in services.items() if "postgres" in s.get("profiles", []) and _proxy(s)
     )
     (agent,) = [
         s
@@ -234,3 +239,42 @@ def test_with_a_real_key_the_agents_present_a_client_key() -> None:
     guard_env = services["toolcall-guard"]["environment"]
     assert guard_env["TOOLCALL_GUARD_CLIENT_KEYS"] == "${AGENT_CLIENT_KEY:-}"
     assert services["agent"]["environment"]["OPENAI_API_KEY"].startswith("${AGENT_CLIENT_KEY")
+
+
+def _makefile_image() -> str:
+    """The tag `make image` builds: ``toolcall-guard:$(VERSION)``, the version from pyproject."""
+    makefile = (ROOT / "Makefile").read_text()
+    template = re.search(r"^IMAGE\s+\?=\s+(\S+)$", makefile, re.MULTILINE)
+    assert template
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    return template.group(1).replace("$(VERSION)", version)
+
+
+def test_compose_runs_the_one_image_make_image_builds() -> None:
+    """Issue 37 item 8: one tag; every service but PostgreSQL runs it (the example agent too),
+    and builds it with the base `make image` would use when BASE_IMAGE says so."""
+    tag = _makefile_image()
+    assert tag == "toolcall-guard:0.1.0"
+    services = _compose()["services"]
+    images = {name: s["image"] for name, s in services.items()}
+    assert {name for name, image in images.items() if image != tag} == {"postgres"}
+    official = re.search(r"^OFFICIAL=(\S+)$", (ROOT / "deploy/base-image.sh").read_text(), re.M)
+    assert official
+    for name, service in services.items():
+        if name != "postgres":
+            assert service["build"]["args"]["BASE_IMAGE"] == (
+                f"${{BASE_IMAGE:-{official.group(1)}}}"
+            ), name
+    kubernetes = (ROOT / "deploy/kubernetes/sidecar.yaml").read_text()
+    assert f"image: {tag}" in kubernetes
+
+
+def test_the_readme_says_what_the_first_compose_up_downloads() -> None:
+    readme = (ROOT / "README.md").read_text()
+    docker = readme.split("\n## Docker\n", 1)[1].split("\n## ", 1)[0]
+    first = docker.split("The first `docker compose up`", 1)[1].split("\n\n", 1)[0]
+    for named in ("python:3.11-slim", "requirements.lock", "postgres:16-alpine", "make image"):
+        assert named in first, named
+    assert "BASE_IMAGE=$(deploy/base-image.sh) docker compose up" in first
+    assert _makefile_image() in docker
+    assert "toolcall-guard:local" not in readme
