@@ -14,11 +14,14 @@ key by key. Upstreams merge by name, with these rules (DESIGN §5, issue 16 item
 - init arguments (the programmatic API: tests, ``make demo``) that pass ``upstreams`` give the
   complete set: the built-ins are left out.
 
-A TOML syntax error names the file and the line.
+A relative SQLite path in the file (``sqlite:///data/repairs.sqlite3``) names a file next to
+the config file, wherever ``serve`` is started; elsewhere (the environment, the default) it is
+relative to the working directory. A TOML syntax error names the file and the line.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -167,6 +170,36 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
 
 
+def relative_sqlite_path(url: Any) -> str | None:
+    """The path of a ``sqlite:///relative/path`` URL (None for any other URL)."""
+    if (
+        not isinstance(url, str)
+        or not url.startswith("sqlite:///")
+        or url.startswith("sqlite:////")
+    ):
+        return None
+    path = url.removeprefix("sqlite:///").partition("?")[0]
+    return path if path and path != ":memory:" else None  # the backend refuses those, named
+
+
+def anchored_log_url(file: dict[str, Any], path: Path) -> str | None:
+    """The file's ``repair_log.url`` when it is a relative SQLite path, resolved against the
+    file's directory (not the working directory of ``serve``); None otherwise."""
+    section = file.get("repair_log")
+    url = section.get("url") if isinstance(section, dict) else None
+    relative = relative_sqlite_path(url)
+    if relative is None:
+        return None
+    query = str(url).partition("?")[2]
+    absolute = os.path.normpath(path.resolve().parent / relative)
+    return f"sqlite:///{absolute}" + (f"?{query}" if query else "")
+
+
+def _anchored(file: dict[str, Any], path: Path) -> dict[str, Any]:
+    url = anchored_log_url(file, path)
+    return file if url is None else merge(file, {"repair_log": {"url": url}})
+
+
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """``over`` on top of ``base``, tables merged key by key (neither is changed)."""
     merged = dict(base)
@@ -227,7 +260,8 @@ class LayeredSource(PydanticBaseSettingsSource):
         return None, field_name, False  # unused: __call__ builds the whole dict
 
     def __call__(self) -> dict[str, Any]:
-        file = read_toml(self._toml_file) if self._toml_file is not None else {}
+        path = self._toml_file
+        file = _anchored(read_toml(path), path) if path is not None else {}
         env = self._env()
         data = merge(file, env)
         tables = file.get("upstreams", {}), env.get("upstreams", {})

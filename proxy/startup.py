@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import proxy.settings
+from proxy.config_layers import anchored_log_url, read_toml, relative_sqlite_path
 from proxy.settings import BASE_KEYS, Settings
 
 LOGGER = logging.getLogger("toolcall_guard.startup")
@@ -51,11 +52,23 @@ def upstreams_described(settings: Settings) -> str:
     return ", ".join(described)
 
 
+def log_described(settings: Settings) -> str:
+    """The repair log's URL, and what a relative SQLite path was taken against."""
+    url = settings.repair_log.url
+    shown = f"repair log {masked_url(url)}"
+    if relative_sqlite_path(url) is not None:
+        return f"{shown} (relative to the working directory)"
+    path = type(settings).config_file
+    if path is not None and url == anchored_log_url(read_toml(Path(path)), Path(path)):
+        return f"{shown} (relative to the config file's directory)"
+    return shown
+
+
 def startup_line(settings: Settings) -> str:
     """One line: the config file (or the paths tried), the repair log, the upstreams."""
     return (
         f"{config_described(settings)}; "
-        f"repair log {masked_url(settings.repair_log.url)}; "
+        f"{log_described(settings)}; "
         f"upstreams {upstreams_described(settings)}"
     )
 

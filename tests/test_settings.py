@@ -13,8 +13,15 @@ CONFIG = Path(__file__).resolve().parent.parent / "config" / "toolcall-guard.tom
 
 
 def test_shipped_config_loads_and_equals_the_built_in_defaults() -> None:
-    shipped = load_settings(CONFIG)
-    assert shipped.model_dump() == Settings().model_dump()
+    """The same, but where the log is: the shipped file names the checkout's data/ (relative
+    to itself), the default the working directory's."""
+    shipped = load_settings(CONFIG).model_dump()
+    assert (
+        shipped["repair_log"].pop("url") == f"sqlite:///{CONFIG.parent.parent}/data/repairs.sqlite3"
+    )
+    defaults = Settings().model_dump()
+    assert defaults["repair_log"].pop("url") == "sqlite:///data/repairs.sqlite3"
+    assert shipped == defaults
 
 
 @pytest.mark.parametrize(

@@ -103,8 +103,44 @@ def test_serve_started_elsewhere_says_what_it_reads(tmp_path: Path) -> None:
             proc.terminate()
             proc.wait(timeout=15)
     assert f"config {CHECKOUT_CONFIG}" in line
-    assert f"repair log sqlite:///{tmp_path}/data/repairs.sqlite3" in line
+    # the checkout's config names the checkout's data/, wherever serve starts (issue 37 item 9)
+    log = f"repair log sqlite:///{ROOT}/data/repairs.sqlite3 (relative to the config file's"
+    assert log in line
+    assert str(tmp_path) not in line
     assert "upstreams openai https://api.openai.com/v1" in line
+
+
+def test_a_relative_sqlite_path_in_a_config_file_is_the_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37 item 9: resolved against the directory of the file that names it, not the
+    working directory of serve; a query is kept; the environment's stays the working
+    directory's; the start-up line says which."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("TOOLCALL_GUARD_REPAIR_LOG__URL", raising=False)
+    (tmp_path / "etc").mkdir()
+    config = tmp_path / "etc" / "guard.toml"
+    config.write_text('[repair_log]\nurl = "sqlite:///logs/r.sqlite3?mode=rwc"\n')
+    settings = load_settings(Path("..") / "etc" / "guard.toml")
+    assert settings.repair_log.url == f"sqlite:///{tmp_path}/etc/logs/r.sqlite3?mode=rwc"
+    line = startup_line(settings)
+    assert (
+        f"repair log sqlite:///{tmp_path}/etc/logs/r.sqlite3?mode=rwc (relative to the config"
+        in line
+    )
+
+    config.write_text('[repair_log]\nurl = "sqlite:////var/lib/r.sqlite3"\n')
+    absolute = load_settings(config)
+    assert absolute.repair_log.url == "sqlite:////var/lib/r.sqlite3"
+    assert "(relative" not in startup_line(absolute)
+
+    monkeypatch.setenv("TOOLCALL_GUARD_REPAIR_LOG__URL", "sqlite:///env/r.sqlite3")
+    from_env = load_settings(config)
+    assert from_env.repair_log.url == "sqlite:///env/r.sqlite3"
+    expected = f"repair log sqlite:///{elsewhere}/env/r.sqlite3 (relative to the working directory)"
+    assert expected in startup_line(from_env)
 
 
 def test_serve_help_names_the_config_variable_and_the_environment_layer() -> None:
