@@ -99,21 +99,34 @@ def gemini_missing_response(history: Contents, params: Params) -> list[Hit]:
 
 @gemini_missing_response.repair("synthesize")
 def _synthesize(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    lost: dict[int, list[Part]] = {}
-    for hit in sorted(hits, key=lambda h: (h.index, h.data)):
+    lost: dict[int, dict[int, Part]] = {}  # call turn -> call part -> its lost response
+    for hit in hits:
         part = parts_of(history.messages[hit.index])[hit.data]
-        lost.setdefault(hit.index, []).append(lost_response(part, params["text"]))
+        lost.setdefault(hit.index, {})[hit.data] = lost_response(part, params["text"])
     changes: dict[int, Item] = {}
     inserts: dict[int, list[tuple[Item, int | None]]] = {}
     for i, synthetic in lost.items():
         if i + 1 < len(history) and history.roles[i + 1] == "user":
-            content = history.messages[i + 1]
-            parts = parts_of(content)
-            at = max(response_parts(content), default=-1) + 1
-            changes[i + 1] = with_parts(content, [*parts[:at], *synthetic, *parts[at:]])
+            changes[i + 1] = _answered(history, i, synthetic)
         else:
-            inserts[i] = [({"role": "user", "parts": synthetic}, None)]
+            content = {"role": "user", "parts": [synthetic[j] for j in sorted(synthetic)]}
+            inserts[i] = [(content, None)]
     return history.replace(changes).edited(inserts, ())
+
+
+def _answered(history: Contents, i: int, synthetic: dict[int, Part]) -> Item:
+    """The user content after call turn ``i`` with the ``synthetic`` responses among its own,
+    all in call order, where its responses stood (first when it has none)."""
+    content = history.messages[i + 1]
+    parts = parts_of(content)
+    found = turn_pairing(history, i)
+    ordered = sorted([*((c, parts[r]) for c, r in found.pairs), *synthetic.items()])
+    responses = [p for _, p in ordered] + [parts[r] for r in found.extra]
+    places = response_parts(content)
+    at = places[0] if places else 0
+    others = [p for j, p in enumerate(parts) if j not in places]
+    before = [p for j, p in enumerate(parts[:at]) if j not in places]
+    return with_parts(content, [*before, *responses, *others[len(before) :]])
 
 
 @rule(

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE, GeminiFacts
 from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, signature_of
 from proxy.core.gemini.rules.common import call_parts, current_turn, facts, with_parts
-from proxy.core.gemini.spelling import spelled, without
+from proxy.core.gemini.spelling import get, spelled, without
 from proxy.core.providers import model_matches
 from proxy.core.rule import Hit, Params, rule
 
@@ -142,11 +142,22 @@ def gemini_missing_signature(history: Contents, params: Params) -> list[Hit]:
     hits = []
     for i in _steps(history):
         calls = call_parts(history.messages[i])
-        if calls and signature_of(parts_of(history.messages[i])[calls[0]]) is None:
-            name = (call_of(parts_of(history.messages[i])[calls[0]]) or {}).get("name")
+        parts = parts_of(history.messages[i])
+        if calls and not _signed(parts, calls[0]):
+            name = (call_of(parts[calls[0]]) or {}).get("name")
             detail = f"function call {name!r} has no thought signature"
             hits.append(Hit(i, f".parts[{calls[0]}]", detail, calls[0]))
     return hits
+
+
+def _signed(parts: list[Part], first: int) -> bool:
+    """Whether the step's first call has a signature, or a server-side ``toolCall`` before it
+    carries the step's (Gemini 3 with built-in tools signs the step's first call part, §1.2)."""
+    before = parts[: first + 1]
+    return any(
+        signature_of(p) is not None and (j == first or get(p, "toolCall") is not None)
+        for j, p in enumerate(before)
+    )
 
 
 @gemini_missing_signature.repair("dummy")
