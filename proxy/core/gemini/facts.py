@@ -20,6 +20,11 @@ DUMMY_SIGNATURES = frozenset({SKIP_SIGNATURE, CONTEXT_SIGNATURE})
 #: Gemini 3 model ids (``gemini-3-pro-preview``, ``gemini-3.1-flash-…``: ``*`` covers the dot);
 #: Gemini 2.5 returns signatures but "optional to return" (§8, G2).
 GEMINI_3 = ("gemini-3*", "gemini-3.*")
+#: Roles taken: ``user`` and ``model``, and ``function``, which LangChain's Vertex converter
+#: sends for responses without an error (langchain-ai/langchain-google#1059) and Inspect sent
+#: to AI Studio (UKGovernmentBEIS/inspect_ai#2377); ``assistant`` and ``tool`` are refused
+#: (N14).
+ROLES = frozenset({"user", "model", "function"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +61,7 @@ LENIENT = GeminiFacts()
 #: AI Studio / Gemini Developer API (generativelanguage.googleapis.com).
 AI_STUDIO = GeminiFacts(
     pairs_calls=True,  # N1 (gemini-cli#4217 …), N2 (#11814), N3 (litellm#26755)
-    roles=frozenset({"user", "model"}),  # N14 (openagent#1666)
+    roles=ROLES,  # N14 (openagent#1666)
     struct_values=True,  # N17 (deprecated-generative-ai-js#301)
     unknown_fields=True,  # N7 (cc-switch PR#7143), N18 (kelivo#543)
     non_empty_parts=True,  # N11 (chatwise-releases#250, sketch#68), N12 (CLIProxyAPI#2104)
@@ -67,7 +72,7 @@ AI_STUDIO = GeminiFacts(
 #: no signature check on Gemini 3 Pro Image (N5 matrix: VX thought-signatures docs).
 VERTEX = GeminiFacts(
     pairs_calls=True,  # N1 (I), N3 (GoogleCloudPlatform/generative-ai PR#368)
-    roles=frozenset({"user", "model"}),  # N14 (I)
+    roles=ROLES,  # N14 (I)
     struct_values=True,  # N17 (I)
     unknown_fields=True,  # N7, N18 (gemini-cli's scrubber: "strict APIs (like Vertex AI)")
     non_empty_parts=True,  # N11 (G11 empty text), N12
@@ -79,7 +84,7 @@ VERTEX = GeminiFacts(
 #: on every content, and the dummies of VX (N16 matrix: "? (treat as VX)").
 CODE_ASSIST = GeminiFacts(
     pairs_calls=True,  # N1 (gemini-cli#4217, GCA)
-    roles=frozenset({"user", "model"}),  # N14
+    roles=ROLES,  # N14
     role_required=True,  # N14 (CLIProxyAPI#17)
     struct_values=True,  # N17 (I)
     unknown_fields=True,  # N18 (gemini-cli#5002)

@@ -45,8 +45,7 @@ METADATA_FIELDS = (
     "mediaResolution",
     "partMetadata",
 )
-#: Roles Gemini takes (N14), and the other APIs' roles that say the same.
-ROLES = frozenset({"user", "model"})
+#: Other APIs' roles and the Gemini role each means (N14).
 ROLE_ALIASES: Mapping[str, str] = MappingProxyType(
     {"assistant": "model", "tool": "user", "function": "user"}
 )
