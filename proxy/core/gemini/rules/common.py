@@ -14,7 +14,7 @@ from typing import Any
 
 from proxy.core.gemini.facts import GeminiFacts, facts_of
 from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, response_of
-from proxy.core.gemini.spelling import like
+from proxy.core.gemini.spelling import key_in, like
 from proxy.core.rule import Params
 
 TAG = "[toolcall-guard]"
@@ -29,6 +29,27 @@ def facts(params: Params) -> GeminiFacts:
 def with_parts(content: Item, parts: list[Part]) -> Item:
     """A copy of ``content`` with ``parts``."""
     return {**content, "parts": parts}
+
+
+Edit = dict[int, dict[int, Part]]  # content position -> part position -> new part
+
+
+def edit(history: Contents, edits: Edit) -> Contents:
+    """The history with the parts ``edits`` names replaced (their contents copied, the rest
+    shared)."""
+    changes: dict[int, Item] = {}
+    for i, new in edits.items():
+        parts = [new.get(j, p) for j, p in enumerate(parts_of(history.messages[i]))]
+        changes[i] = with_parts(history.messages[i], parts)
+    return history.replace(changes)
+
+
+def with_inner(part: Part, camel: str, changes: dict[str, Any], drop: str = "") -> Part:
+    """A copy of ``part`` whose ``camel`` object (``functionCall``, ``functionResponse``, in
+    the part's spelling) has ``changes`` applied and ``drop`` removed."""
+    key = key_in(part, camel) or camel
+    inner = {k: v for k, v in part[key].items() if k != drop}
+    return {**part, key: {**inner, **changes}}
 
 
 def call_parts(content: Item) -> list[int]:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.gemini.items import Contents, Item, call_of, parts_of, response_of
+from proxy.core.gemini.items import Contents, call_of, parts_of, response_of
 from proxy.core.gemini.rules.common import (
+    Edit,
     call_id,
+    edit,
     facts,
     is_call_turn,
     is_response_turn,
     turn_pairing,
-    with_parts,
+    with_inner,
 )
 from proxy.core.gemini.spelling import key_in
 from proxy.core.providers import model_matches
@@ -57,15 +59,12 @@ def gemini_response_id(history: Contents, params: Params) -> list[Hit]:
 
 @gemini_response_id.repair("copy")
 def _copy(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    changes: dict[int, Item] = {}
+    edits: Edit = {}
     for hit in hits:
         j, cid = hit.data
-        content = changes.get(hit.index, history.messages[hit.index])
-        parts = list(parts_of(content))
-        key = key_in(parts[j], "functionResponse") or "functionResponse"
-        parts[j] = {**parts[j], key: {**parts[j][key], "id": cid}}
-        changes[hit.index] = with_parts(content, parts)
-    return history.replace(changes)
+        part = parts_of(history.messages[hit.index])[j]
+        edits.setdefault(hit.index, {})[j] = with_inner(part, "functionResponse", {"id": cid})
+    return edit(history, edits)
 
 
 @rule(
@@ -100,15 +99,12 @@ def gemini_call_id(history: Contents, params: Params) -> list[Hit]:
 
 @gemini_call_id.repair("strip")
 def _strip(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    changes: dict[int, Item] = {}
+    edits: Edit = {}
     for hit in hits:
-        content = changes.get(hit.index, history.messages[hit.index])
-        parts = list(parts_of(content))
-        part = parts[hit.data]
-        key = key_in(part, "functionCall") or key_in(part, "functionResponse") or ""
-        parts[hit.data] = {**part, key: {k: v for k, v in part[key].items() if k != "id"}}
-        changes[hit.index] = with_parts(content, parts)
-    return history.replace(changes)
+        part = parts_of(history.messages[hit.index])[hit.data]
+        camel = "functionCall" if call_of(part) is not None else "functionResponse"
+        edits.setdefault(hit.index, {})[hit.data] = with_inner(part, camel, {}, drop="id")
+    return edit(history, edits)
 
 
 RULES = (gemini_response_id, gemini_call_id)

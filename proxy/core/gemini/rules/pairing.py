@@ -10,6 +10,8 @@ from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, res
 from proxy.core.gemini.rules.common import (
     EXTRA_TEXT,
     LOST_TEXT,
+    Edit,
+    edit,
     facts,
     is_call_turn,
     is_response_turn,
@@ -17,6 +19,7 @@ from proxy.core.gemini.rules.common import (
     response_parts,
     salvaged,
     turn_pairing,
+    with_inner,
     with_parts,
 )
 from proxy.core.gemini.spelling import key_in
@@ -173,17 +176,15 @@ def _name(fn: dict[str, object] | None) -> str:
 
 @gemini_response_name.repair("fill")
 def _fill(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    changes: dict[int, Item] = {}
+    edits: Edit = {}
     for hit in hits:
-        if hit.fatal:
-            continue
-        j, name = hit.data
-        content = changes.get(hit.index, history.messages[hit.index])
-        parts = list(parts_of(content))
-        key = key_in(parts[j], "functionResponse") or "functionResponse"
-        parts[j] = {**parts[j], key: {**parts[j][key], "name": name}}
-        changes[hit.index] = with_parts(content, parts)
-    return history.replace(changes)
+        if not hit.fatal:
+            j, name = hit.data
+            part = parts_of(history.messages[hit.index])[j]
+            edits.setdefault(hit.index, {})[j] = with_inner(
+                part, "functionResponse", {"name": name}
+            )
+    return edit(history, edits)
 
 
 RULES = (gemini_extra_response, gemini_missing_response, gemini_response_name)

@@ -6,21 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.core.gemini.items import ROLE_ALIASES, Contents, Item, Part, parts_of
-from proxy.core.gemini.rules.common import facts, with_parts
+from proxy.core.gemini.items import ROLE_ALIASES, Contents, Part, parts_of
+from proxy.core.gemini.rules.common import Edit, edit, facts
 from proxy.core.gemini.spelling import key_in, spelled, without
 from proxy.core.rule import Hit, Params, rule
-
-Edit = dict[int, dict[int, Part]]  # content position -> part position -> new part
-
-
-def apply(history: Contents, edits: Edit) -> Contents:
-    """The history with the parts ``edits`` names replaced."""
-    changes: dict[int, Item] = {}
-    for i, new in edits.items():
-        parts = [new.get(j, p) for j, p in enumerate(parts_of(history.messages[i]))]
-        changes[i] = with_parts(history.messages[i], parts)
-    return history.replace(changes)
 
 
 @rule(
@@ -111,7 +100,7 @@ def _wrap(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
             **part,
             key: {**response, "response": {"output": response["response"]}},
         }
-    return apply(history, edits)
+    return edit(history, edits)
 
 
 @rule(
@@ -151,7 +140,7 @@ def _move_signature(history: Contents, hits: Sequence[Hit], params: Params) -> C
             inner = call[key_in(call, "thoughtSignature") or "thoughtSignature"]
             moved[spelled(part, "thoughtSignature")] = inner
         edits.setdefault(hit.index, {})[j] = moved
-    return apply(history, edits)
+    return edit(history, edits)
 
 
 #: Keys other APIs leave on a part or inside a call or response (N18): a part-level ``id``
@@ -204,7 +193,7 @@ def _strip_foreign(history: Contents, hits: Sequence[Hit], params: Params) -> Co
             if key is not None and type(stripped[key]) is dict:
                 stripped[key] = without(stripped[key], *_FOREIGN_INNER)
         edits.setdefault(hit.index, {})[hit.data] = stripped
-    return apply(history, edits)
+    return edit(history, edits)
 
 
 RULES = (gemini_role, gemini_struct_value, gemini_signature_in_call, gemini_foreign_field)

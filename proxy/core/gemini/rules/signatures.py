@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE, GeminiFacts
-from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, signature_of
-from proxy.core.gemini.rules.common import call_parts, current_turn, facts, with_parts
+from proxy.core.gemini.items import Contents, Part, call_of, parts_of, signature_of
+from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit, facts
 from proxy.core.gemini.spelling import get, spelled, without
 from proxy.core.providers import model_matches
 from proxy.core.rule import Hit, Params, rule
@@ -33,17 +33,14 @@ def _steps(history: Contents) -> Iterator[int]:
 
 def _set(history: Contents, hits: Sequence[Hit], value: str | None) -> Contents:
     """The history with the signature of each hit's part set to ``value`` (None: removed)."""
-    changes: dict[int, Item] = {}
+    edits: Edit = {}
     for hit in hits:
-        content = changes.get(hit.index, history.messages[hit.index])
-        parts: list[Part] = list(parts_of(content))
-        part = parts[hit.data]
-        if value is None:
-            parts[hit.data] = without(part, "thoughtSignature")
-        else:
-            parts[hit.data] = {**part, spelled(part, "thoughtSignature"): value}
-        changes[hit.index] = with_parts(content, parts)
-    return history.replace(changes)
+        part = parts_of(history.messages[hit.index])[hit.data]
+        new = without(part, "thoughtSignature")
+        if value is not None:
+            new = {**part, spelled(part, "thoughtSignature"): value}
+        edits.setdefault(hit.index, {})[hit.data] = new
+    return edit(history, edits)
 
 
 @rule(
@@ -135,7 +132,8 @@ def gemini_missing_signature(history: Contents, params: Params) -> list[Hit]:
     langflow-ai/langflow#11149, pydantic/pydantic-ai#3881, google/adk-js#149). The ``dummy``
     repair gives that call the documented dummy ``skip_thought_signature_validator`` (G3; what
     gemini-cli's ``ensureActiveLoopHasThoughtSignatures`` does); never a later call of the
-    step, never a part with a signature, never an earlier turn, never a Gemini 2.5 request.
+    step, never a part with a signature, never an earlier turn, never a Gemini 2.5 request. A
+    step whose server-side ``toolCall`` before the first call carries the signature is signed.
     """
     if not _validated(history, facts(params)):
         return []
