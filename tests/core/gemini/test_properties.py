@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from proxy.core.engine import sanitize
 from proxy.core.gemini.items import Contents
+from proxy.core.history import MalformedHistory
 from tests.core.gemini.policies import ENDPOINTS, gemini_policy
 from tests.core.gemini.test_golden import forwarded
 
@@ -31,7 +32,7 @@ Body = dict[str, Any]
 Part = dict[str, Any]
 POLICIES = {name: gemini_policy(name) for name in ENDPOINTS}
 MODELS = ["gemini-2.5-pro", "gemini-2.5-flash", "gemini-3-pro-preview", "gemini-3.1-flash-preview"]
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SIGNATURE = "CiQBjz1rX8AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/AAECAwQFBgc="
 SKIP = "skip_thought_signature_validator"
 PNG = {"mimeType": "image/png", "data": "iVBORw0KGgo="}
@@ -205,10 +206,10 @@ def test_broken_histories_come_out_valid_idempotent_and_whole(
     endpoint: str, data: st.DataObject
 ) -> None:
     body, model = data.draw(valid_bodies(endpoint))
-    turns = _turns(history_of(body))
-    how = data.draw(st.sampled_from(list(BREAKS)))
-    if turns:
-        BREAKS[how](history_of(body), turns[data.draw(st.integers(0, len(turns) - 1))])
+    for how in data.draw(st.lists(st.sampled_from(list(BREAKS)), min_size=1, max_size=2)):
+        turns = _turns(history_of(body))
+        if turns:
+            BREAKS[how](history_of(body), turns[data.draw(st.integers(0, len(turns) - 1))])
     snapshot = copy.deepcopy(body)
     policy = POLICIES[endpoint]
     outcome = sanitize(Contents.of(body, model), policy, "gemini")
@@ -221,3 +222,44 @@ def test_broken_histories_come_out_valid_idempotent_and_whole(
     sent = json.dumps(fixed, ensure_ascii=False)
     for said in _said(history_of(body)):
         assert said in sent or json.dumps(said, ensure_ascii=False)[1:-1] in sent, said
+
+
+_KEYS = [
+    *("text", "functionCall", "function_call", "functionResponse", "function_response"),
+    *("name", "id", "args", "response", "thoughtSignature", "thought_signature", "thought"),
+    *("parts", "role", "inlineData", "toolCall", "tool_call_id", "output"),
+]
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["", "x", SKIP]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_parts = st.lists(st.dictionaries(st.sampled_from(_KEYS), _json, max_size=3), max_size=4)
+_roles = st.sampled_from(["user", "model", "assistant", "tool", "function", "system", None])
+_contents = st.lists(
+    st.fixed_dictionaries({"parts": _parts}, optional={"role": _roles}) | _json, max_size=6
+)
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contents=_contents)
+def test_any_body_is_refused_or_checked_and_settles(endpoint: str, contents: list[Any]) -> None:
+    """Whatever the body, the view refuses it (:class:`MalformedHistory`) or the engine checks
+    it without an error; a history it forwards is settled (checked again, nothing found)."""
+    body: Body = {"contents": contents}
+    try:
+        history = Contents.of(body, "gemini-3-pro-preview")
+    except MalformedHistory:
+        return
+    outcome = sanitize(history, POLICIES[endpoint], "gemini")
+    if outcome.rejected:
+        return
+    again = sanitize(
+        Contents.of(forwarded(body, outcome.messages), "gemini-3-pro-preview"),
+        POLICIES[endpoint],
+        "gemini",
+    )
+    assert again.findings == (), [f.as_dict() for f in again.findings]

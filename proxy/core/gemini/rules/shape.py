@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.core.gemini.items import ROLE_ALIASES, Contents, Part, parts_of
+from proxy.core.gemini.items import ROLE_ALIASES, Contents, Part, call_of, parts_of
 from proxy.core.gemini.rules.common import Edit, edit, facts
 from proxy.core.gemini.spelling import key_in, spelled, without
 from proxy.core.rule import Hit, Params, rule
@@ -79,7 +79,8 @@ def gemini_struct_value(history: Contents, params: Params) -> list[Hit]:
             ("functionResponse", "response", False),
         ):
             key = key_in(part, camel)
-            value = part[key].get(inner) if key is not None else None
+            fn = part[key] if key is not None else None
+            value = fn.get(inner) if type(fn) is dict else None
             if value is not None and type(value) is not dict:
                 kind = type(value).__name__
                 where = f".parts[{j}].{key}.{inner}"
@@ -122,7 +123,8 @@ def gemini_signature_in_call(history: Contents, params: Params) -> list[Hit]:
     hits = []
     for i, j, part in history.parts_at():
         key = key_in(part, "functionCall")
-        inner = key_in(part[key], "thoughtSignature") if key is not None else None
+        call = call_of(part)
+        inner = key_in(call, "thoughtSignature") if call is not None else None
         if key is not None and inner is not None:
             hits.append(Hit(i, f".parts[{j}].{key}.{inner}", "signature inside the call", (j, key)))
     return hits

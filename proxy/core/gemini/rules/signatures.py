@@ -24,6 +24,10 @@ def _validated(history: Contents, found: GeminiFacts) -> bool:
     return model_matches(history.model, found.signature_models)
 
 
+def _is_str(value: object) -> bool:
+    return type(value) is str
+
+
 def _steps(history: Contents) -> Iterator[int]:
     """The positions of the model contents of the current turn."""
     for i in range(current_turn(history) + 1, len(history)):
@@ -62,11 +66,12 @@ def gemini_dummy_signature(history: Contents, params: Params) -> list[Hit]:
     found = facts(params)
     if not _validated(history, found):
         return []
+    refused = DUMMY_SIGNATURES - found.dummy_signatures
     return [
         Hit(i, f".parts[{j}]", f"dummy signature {signature_of(part)!r} refused", j)
         for i in _steps(history)
         for j, part in enumerate(parts_of(history.messages[i]))
-        if signature_of(part) in DUMMY_SIGNATURES - found.dummy_signatures
+        if _is_str(signature_of(part)) and signature_of(part) in refused
     ]
 
 
@@ -100,7 +105,7 @@ def gemini_copied_signature(history: Contents, params: Params) -> list[Hit]:
         seen: set[object] = set()
         for j in call_parts(history.messages[i]):
             signature = signature_of(parts[j])
-            if signature is None or signature in DUMMY_SIGNATURES or type(signature) is not str:
+            if not _is_str(signature) or signature in DUMMY_SIGNATURES:
                 continue
             if signature in seen:
                 hits.append(Hit(i, f".parts[{j}]", "signature of an earlier call copied", j))
