@@ -244,7 +244,7 @@ _contents = st.lists(
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(contents=_contents)
 def test_any_body_is_refused_or_checked_and_settles(endpoint: str, contents: list[Any]) -> None:
     """Whatever the body, the view refuses it (:class:`MalformedHistory`) or the engine checks
