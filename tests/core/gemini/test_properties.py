@@ -151,7 +151,9 @@ def _no_prompt(contents: list[Body], i: int) -> None:  # a side call's history (
 
 
 def _roles(contents: list[Body], i: int) -> None:  # OpenAI roles (N14)
-    contents[i - 1]["role"], contents[i]["role"] = "assistant", "tool"
+    contents[i]["role"] = "tool"
+    if any(_fn(p, "functionCall") for p in contents[i - 1]["parts"]):
+        contents[i - 1]["role"] = "assistant"
 
 
 def _stream_tail(contents: list[Body], i: int) -> None:  # an empty last chunk kept (N11)
