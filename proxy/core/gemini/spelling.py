@@ -16,7 +16,7 @@ Part = dict[str, Any]
 _UPPER = re.compile(r"(?<!^)([A-Z])")
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def snake(camel: str) -> str:
     """``functionCall`` -> ``function_call`` (a one-word key is its own snake spelling)."""
     return _UPPER.sub(r"_\1", camel).lower()
