@@ -70,6 +70,11 @@ def signature_of(part: Part) -> Any:
     return get(part, "thoughtSignature")
 
 
+def signed(part: Part) -> bool:
+    """Whether the part carries a signature (an empty one is none: the bytes field is unset)."""
+    return signature_of(part) not in (None, "")
+
+
 def parts_of(content: Item) -> list[Part]:
     """The content's parts (``[]`` when it has none)."""
     parts = content.get("parts")

@@ -13,6 +13,7 @@ from proxy.core.gemini.items import (
     Part,
     parts_of,
     signature_of,
+    signed,
 )
 from proxy.core.gemini.rules.common import facts, with_parts
 from proxy.core.gemini.spelling import get, snake, spelled
@@ -94,8 +95,8 @@ def _kept(parts: list[Part], gone: set[int], model: bool) -> list[Part]:
     for j in sorted(gone - {-1}):
         signature = signature_of(parts[j])
         nxt = next((k for k in kept if k > j), None)
-        if model and signature is not None and nxt is not None:
+        if model and signed(parts[j]) and nxt is not None:
             target = kept[nxt]
-            if signature_of(target) is None:
+            if not signed(target):
                 kept[nxt] = {**target, spelled(target, "thoughtSignature"): signature}
     return [p for _, p in sorted(kept.items())]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE, GeminiFacts
-from proxy.core.gemini.items import Contents, Part, call_of, parts_of, signature_of
+from proxy.core.gemini.items import Contents, Part, call_of, parts_of, signature_of, signed
 from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit, facts
 from proxy.core.gemini.spelling import get, spelled, without
 from proxy.core.providers import model_matches
@@ -135,8 +135,9 @@ def gemini_missing_signature(history: Contents, params: Params) -> list[Hit]:
     to submit request because function call `default_api:{fn}` in the {i}. content block is
     missing a `thought_signature`.`` (gemini-native.md N5, N5v; windmill-labs/windmill#7679,
     langflow-ai/langflow#11149, pydantic/pydantic-ai#3881, google/adk-js#149). The ``dummy``
-    repair gives that call the documented dummy ``skip_thought_signature_validator`` (G3; what
-    gemini-cli's ``ensureActiveLoopHasThoughtSignatures`` does); never a later call of the
+    repair gives that call (an empty signature is none: the bytes field is unset) the
+    documented dummy ``skip_thought_signature_validator`` (G3; what gemini-cli's
+    ``ensureActiveLoopHasThoughtSignatures`` does); never a later call of the
     step, never a part with a signature, never an earlier turn, never a Gemini 2.5 request. A
     step whose server-side ``toolCall`` before the first call carries the signature is signed.
     """
@@ -158,8 +159,7 @@ def _signed(parts: list[Part], first: int) -> bool:
     carries the step's (Gemini 3 with built-in tools signs the step's first call part, §1.2)."""
     before = parts[: first + 1]
     return any(
-        signature_of(p) is not None and (j == first or get(p, "toolCall") is not None)
-        for j, p in enumerate(before)
+        signed(p) and (j == first or get(p, "toolCall") is not None) for j, p in enumerate(before)
     )
 
 
