@@ -99,4 +99,4 @@ def _kept(parts: list[Part], gone: set[int], model: bool) -> list[Part]:
             target = kept[nxt]
             if not signed(target):
                 kept[nxt] = {**target, spelled(target, "thoughtSignature"): signature}
-    return [p for _, p in sorted(kept.items())]
+    return [kept[k] for k in sorted(kept)]

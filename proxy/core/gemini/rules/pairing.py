@@ -48,8 +48,9 @@ def gemini_extra_response(history: Contents, params: Params) -> list[Hit]:
     hits = []
     for i in range(len(history)):
         if is_call_turn(history, i) and is_response_turn(history, i + 1):
-            calls = len(turn_pairing(history, i).pairs) + len(turn_pairing(history, i).missing)
-            for j in turn_pairing(history, i).extra:
+            found = turn_pairing(history, i)
+            calls = len(found.pairs) + len(found.missing)
+            for j in found.extra:
                 detail = f"functionResponse beyond the {calls} call(s) of the call turn"
                 hits.append(Hit(i + 1, f".parts[{j}]", detail, j))
     return hits
@@ -123,7 +124,8 @@ def _answered(history: Contents, i: int, synthetic: dict[int, Part]) -> Item:
     content = history.messages[i + 1]
     parts = parts_of(content)
     found = turn_pairing(history, i)
-    ordered = sorted([*((c, parts[r]) for c, r in found.pairs), *synthetic.items()])
+    answers = [*((c, parts[r]) for c, r in found.pairs), *synthetic.items()]
+    ordered = sorted(answers, key=lambda answer: answer[0])  # call order
     responses = [p for _, p in ordered] + [parts[r] for r in found.extra]
     places = response_parts(content)
     at = places[0] if places else 0
