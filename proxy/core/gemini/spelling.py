@@ -56,11 +56,6 @@ def like(model: dict[str, Any], camel: str) -> str:
     return snake(camel) if is_snake(model) else camel
 
 
-def with_value(obj: dict[str, Any], camel: str, value: Any) -> dict[str, Any]:
-    """A copy of ``obj`` with ``camel`` set to ``value`` in ``obj``'s spelling."""
-    return {**obj, spelled(obj, camel): value}
-
-
 def without(obj: dict[str, Any], *camels: str) -> dict[str, Any]:
     """A copy of ``obj`` without the keys ``camels`` (in both spellings)."""
     gone = {name for camel in camels for name in (camel, snake(camel))}
