@@ -20,11 +20,10 @@ DUMMY_SIGNATURES = frozenset({SKIP_SIGNATURE, CONTEXT_SIGNATURE})
 #: Gemini 3 model ids (``gemini-3-pro-preview``, ``gemini-3.1-flash-…``: ``*`` covers the dot);
 #: Gemini 2.5 returns signatures but "optional to return" (§8, G2).
 GEMINI_3 = ("gemini-3*", "gemini-3.*")
-#: Roles taken: ``user`` and ``model``, and ``function``, which LangChain's Vertex converter
-#: sends for responses without an error (langchain-ai/langchain-google#1059) and Inspect sent
-#: to AI Studio (UKGovernmentBEIS/inspect_ai#2377); ``assistant`` and ``tool`` are refused
-#: (N14).
-ROLES = frozenset({"user", "model", "function"})
+#: Roles taken (N14: ``Please use a valid role: user, model.``). LangChain's Vertex converter
+#: sends ``function`` for responses and reports no error (langchain-ai/langchain-google#1059),
+#: but Google documents ``user`` and the emulators refuse it: mapped to ``user``.
+ROLES = frozenset({"user", "model"})
 
 
 @dataclass(frozen=True, slots=True)

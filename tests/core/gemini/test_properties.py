@@ -7,7 +7,8 @@
    response) yields no finding and the very same list, on AI Studio, Vertex and Code Assist.
 2. Valid out: the broken forms clients are known to send come out with every call turn right
    after a user or response turn and answered by as many responses (N1-N3, checked here
-   independently of the rules), and the current turn's steps signed on Gemini 3 (N5).
+   independently of the rules), the current turn's steps signed on Gemini 3 (N5), and accepted
+   by the strict native emulator of the endpoint.
 3. Idempotent, pure, nothing lost: sanitizing the output again finds nothing; the input is
    never mutated; every user text and every response output of the input reaches the output.
 """
@@ -26,7 +27,7 @@ from proxy.core.engine import sanitize
 from proxy.core.gemini.items import Contents
 from proxy.core.history import MalformedHistory
 from tests.core.gemini.policies import ENDPOINTS, gemini_policy
-from tests.core.gemini.test_golden import forwarded
+from tests.core.gemini.test_golden import emulated, forwarded
 
 Body = dict[str, Any]
 Part = dict[str, Any]
@@ -108,6 +109,7 @@ def test_valid_client_histories_are_clean(endpoint: str, data: st.DataObject) ->
     assert outcome.findings == (), [f.as_dict() for f in outcome.findings]
     assert outcome.messages is history_of(body)
     assert not outcome.changed
+    assert emulated(endpoint, model, body) is None, "the generator makes valid histories"
 
 
 def _fn(part: Part, camel: str) -> Part | None:
@@ -219,6 +221,7 @@ def test_broken_histories_come_out_valid_idempotent_and_whole(
     assert not outcome.rejected, [f.as_dict() for f in outcome.findings]
     _valid(outcome.messages, model or body["model"])
     fixed = forwarded(body, outcome.messages)
+    assert emulated(endpoint, model, fixed) is None, fixed
     again = sanitize(Contents.of(fixed, model), policy, "gemini")
     assert again.findings == (), [f.as_dict() for f in again.findings]
     sent = json.dumps(fixed, ensure_ascii=False)

@@ -14,7 +14,7 @@ from typing import Any
 
 from proxy.core.gemini.facts import GeminiFacts, facts_of
 from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, response_of
-from proxy.core.gemini.spelling import key_in, like
+from proxy.core.gemini.spelling import get, key_in, like
 from proxy.core.rule import Params
 
 TAG = "[toolcall-guard]"
@@ -176,15 +176,17 @@ def turn_pairing(history: Contents, i: int) -> Pairing:
 
 
 def current_turn(history: Contents) -> int:
-    """Where the current turn starts: the last ``user`` content holding no
-    ``functionResponse`` (G2: "the most recent User message that contains standard content";
-    gemini-cli's ``ensureActiveLoopHasThoughtSignatures``); -1 when there is none."""
+    """Where the current turn starts: the last ``user`` content with text and no
+    ``functionResponse`` (G2: "the most recent User message that contains standard content
+    (e.g., text)"; gemini-cli's ``ensureActiveLoopHasThoughtSignatures``); -1 when there is
+    none (the whole history is the current turn)."""
     return history.memo("current_turn", _current_turn)
 
 
 def _current_turn(history: Contents) -> int:
     for i in range(len(history) - 1, -1, -1):
-        content = history.messages[i]
-        if history.roles[i] == "user" and parts_of(content) and not response_parts(content):
+        parts = parts_of(history.messages[i])
+        texts = any(type(get(p, "text")) is str and get(p, "text") for p in parts)
+        if history.roles[i] == "user" and texts and not response_parts(history.messages[i]):
             return i
     return -1

@@ -32,8 +32,8 @@ def empty_kind(part: Part) -> str | None:
     if not set(part) <= _KNOWN:
         return None
     data = [camel for camel in DATA_FIELDS if get(part, camel) is not None]
-    if data == ["text"] and part["text"] == "":
-        return "empty text"
+    if data == ["text"] and get(part, "text") == "":
+        return None if signed(part) else "empty text"
     return None if data else "no data field"
 
 
@@ -50,8 +50,10 @@ def gemini_empty_part(history: Contents, params: Params) -> list[Hit]:
     not be empty.``, ``* GenerateContentRequest.contents[33].parts[0].data: required oneof
     field 'data' must have one initialized field`` and ``Unable to submit request because it
     has an empty text parameter.`` (gemini-native.md N11; egoist/chatwise-releases#250,
-    QuantumNous/new-api#1060, boldsoftware/sketch#68, CLIProxyAPI#1292; G11). A stream's
-    last chunk is often ``{"text": ""}`` carrying a signature (§1.2). The ``drop`` repair
+    QuantumNous/new-api#1060, boldsoftware/sketch#68, CLIProxyAPI#1292,
+    glowingjade/obsidian-smart-composer#218; G11). A stream's last chunk is often
+    ``{"text": ""}`` carrying a signature (§1.2): gemini-cli keeps that part
+    (``isValidContentPart``) and it is left alone. The ``drop`` repair
     drops such parts, then contents left without parts (their neighbours are then judged
     by the turn rules); a dropped part's signature moves onto the next data part of its model
     content when that part has none, else it goes (prior turns tolerate it). No placeholder

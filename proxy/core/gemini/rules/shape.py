@@ -16,20 +16,21 @@ from proxy.core.rule import Hit, Params, rule
     "gemini_role",
     api="gemini",
     hint="Send role model for the model's turns and role user for prompts and function "
-    "responses (not assistant or tool), on every content.",
+    "responses (not assistant, tool or function), on every content.",
 )
 def gemini_role(history: Contents, params: Params) -> list[Hit]:
     """A content whose ``role`` the endpoint does not take (``assistant``, ``tool``,
-    ``system``), or (Code Assist) with no role.
+    ``function``, ``system``), or with no role: on Code Assist, or holding function calls
+    (read as the user's elsewhere).
 
     AI Studio and Code Assist answer ``Please use a valid role: user, model.``, newer models
     ``Role 'tool' is not supported``; Code Assist refuses a content without ``role``
     (gemini-native.md N14; the-open-agent/openagent#1666, router-for-me/CLIProxyAPI#17,
-    genkit-ai/genkit PR#5780). ``function``, which LangChain's Vertex converter sends, is taken
-    (langchain-ai/langchain-google#1059). The ``map`` repair writes ``model`` for
-    ``assistant`` and ``user`` for ``tool``, and adds the missing role (``model`` on a content
-    calling a function, else ``user``); any other role (``system``) cannot be mapped:
-    rejected.
+    genkit-ai/genkit PR#5780; LangChain's Vertex converter sends ``function``,
+    langchain-ai/langchain-google#1059). The ``map`` repair writes ``model`` for ``assistant``
+    and ``user`` for ``tool`` and ``function``, and adds the missing role (``model`` on a
+    content calling a function, else ``user``); any other role (``system``) cannot be
+    mapped: rejected.
     """
     found = facts(params)
     if found.roles is None:
@@ -38,7 +39,7 @@ def gemini_role(history: Contents, params: Params) -> list[Hit]:
     for i, content in enumerate(history.messages):
         role = content.get("role")
         if role is None:
-            if found.role_required:
+            if found.role_required or history.roles[i] == "model":
                 hits.append(Hit(i, "", "content without a role", history.roles[i]))
         elif role not in found.roles:
             target = ROLE_ALIASES.get(role)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE, GeminiFacts
-from proxy.core.gemini.items import Contents, Part, call_of, parts_of, signature_of, signed
+from proxy.core.gemini.items import Contents, call_of, parts_of, signature_of, signed
 from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit, facts
-from proxy.core.gemini.spelling import get, spelled, without
+from proxy.core.gemini.spelling import spelled, without
 from proxy.core.providers import model_matches
 from proxy.core.rule import Hit, Params, rule
 
@@ -139,7 +139,8 @@ def gemini_missing_signature(history: Contents, params: Params) -> list[Hit]:
     documented dummy ``skip_thought_signature_validator`` (G3; what gemini-cli's
     ``ensureActiveLoopHasThoughtSignatures`` does); never a later call of the
     step, never a part with a signature, never an earlier turn, never a Gemini 2.5 request. A
-    step whose server-side ``toolCall`` before the first call carries the signature is signed.
+    signed server-side ``toolCall`` before it does not sign the call (the AI SDK gives such a
+    call the dummy too).
     """
     if not _validated(history, facts(params)):
         return []
@@ -147,20 +148,11 @@ def gemini_missing_signature(history: Contents, params: Params) -> list[Hit]:
     for i in _steps(history):
         calls = call_parts(history.messages[i])
         parts = parts_of(history.messages[i])
-        if calls and not _signed(parts, calls[0]):
+        if calls and not signed(parts[calls[0]]):
             name = (call_of(parts[calls[0]]) or {}).get("name")
             detail = f"function call {name!r} has no thought signature"
             hits.append(Hit(i, f".parts[{calls[0]}]", detail, calls[0]))
     return hits
-
-
-def _signed(parts: list[Part], first: int) -> bool:
-    """Whether the step's first call has a signature, or a server-side ``toolCall`` before it
-    carries the step's (Gemini 3 with built-in tools signs the step's first call part, §1.2)."""
-    before = parts[: first + 1]
-    return any(
-        signed(p) and (j == first or get(p, "toolCall") is not None) for j, p in enumerate(before)
-    )
 
 
 @gemini_missing_signature.repair("dummy")
