@@ -97,3 +97,10 @@ def test_facts_follow_the_provider_name() -> None:
     assert facts_of({"provider": Provider(name="code-assist")}) is CODE_ASSIST
     assert facts_of({"provider": PROVIDERS["openai"]}) is LENIENT
     assert facts_of({}) is LENIENT
+
+
+def test_an_empty_history_is_the_upstreams_to_refuse() -> None:
+    """``contents: []`` is structurally sound: the proxy forwards it and Google answers its own
+    ``contents is not specified``."""
+    body: dict[str, Any] = {"contents": []}
+    assert Contents.of(body).messages is body["contents"]
