@@ -8,6 +8,7 @@ a rule without saying which API it belongs to.
 from __future__ import annotations
 
 from proxy.core.chat import rules as chat
+from proxy.core.gemini import rules as gemini
 from proxy.core.messages import rules as messages
 from proxy.core.responses import rules as responses
 from proxy.core.rule import Rule
@@ -17,9 +18,10 @@ PIPELINES: dict[str, tuple[Rule, ...]] = {
     "chat": chat.PIPELINE,
     "responses": responses.PIPELINE,
     "messages": messages.PIPELINE,
+    "gemini": gemini.PIPELINE,
 }
 #: Preset actions of rules the chat preset table does not list (``repair`` = default repair).
-EXTRA_DEFAULTS: dict[str, str] = {**responses.DEFAULTS, **messages.DEFAULTS}
+EXTRA_DEFAULTS: dict[str, str] = {**responses.DEFAULTS, **messages.DEFAULTS, **gemini.DEFAULTS}
 
 ALL_RULES: dict[str, Rule] = {}
 for _api, _pipeline in PIPELINES.items():

@@ -3,7 +3,7 @@ capture keeps them as they are (:attr:`proxy.core.wire.Wire.vocabulary`)."""
 
 from __future__ import annotations
 
-import re
+from proxy.core.gemini.spelling import snake
 
 _CAMEL = (
     # request level (§1.1, §1.3)
@@ -26,8 +26,4 @@ _CAMEL = (
 )
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
-
-
-GEMINI_KEYS = frozenset(_CAMEL) | frozenset(_snake(name) for name in _CAMEL)
+GEMINI_KEYS = frozenset(_CAMEL) | frozenset(snake(name) for name in _CAMEL)
