@@ -131,8 +131,12 @@ class Attempt(BaseModel):
 
 
 class RecordDetail(RecordSummary):
-    api: str = Field(description="the wire API (chat, responses, messages)")
-    history_key: str = Field(description="the body's key holding the history")
+    api: str = Field(description="the wire API (chat, responses, messages, gemini)")
+    history_key: str = Field(description="the body's key holding the history (dotted if nested)")
+    noun: str = Field(description="what the API's history items are called")
+    views: dict[str, Any] = Field(
+        description="the viewer's reading of each item of received, forwarded and each attempt"
+    )
     upstream_error: str | None
     received: Any
     forwarded: Any

@@ -1,15 +1,20 @@
 """Every wire API's rules in one place: the policy builder and the docs read them from here.
 
 A wire API (chat completions, Responses, …) contributes a ``PIPELINE`` (its rules in the order
-the engine runs them). Rule names are unique across APIs: a policy, a record or a metric names
+the engine runs them) and, beyond the chat family's rows in :mod:`proxy.core.signatures`, the
+catalogue rows of its providers' error texts (:data:`CATALOGUES`). Rule names are unique
+across APIs: a policy, a record or a metric names
 a rule without saying which API it belongs to.
 """
 
 from __future__ import annotations
 
 from proxy.core.chat import rules as chat
+from proxy.core.errortext import Signature
 from proxy.core.gemini import rules as gemini
+from proxy.core.gemini.signatures import GEMINI
 from proxy.core.messages import rules as messages
+from proxy.core.messages.signatures import MESSAGES
 from proxy.core.responses import rules as responses
 from proxy.core.rule import Rule
 
@@ -20,6 +25,8 @@ PIPELINES: dict[str, tuple[Rule, ...]] = {
     "messages": messages.PIPELINE,
     "gemini": gemini.PIPELINE,
 }
+#: Each API's own catalogue rows (the signature catalogue appends them to the chat family's).
+CATALOGUES: dict[str, tuple[Signature, ...]] = {"messages": MESSAGES, "gemini": GEMINI}
 #: Preset actions of rules the chat preset table does not list (``repair`` = default repair).
 EXTRA_DEFAULTS: dict[str, str] = {**responses.DEFAULTS, **messages.DEFAULTS, **gemini.DEFAULTS}
 

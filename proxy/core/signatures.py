@@ -18,7 +18,7 @@ narrow rows come before broad ones. ``rule=None``: known, counted, never retried
 from __future__ import annotations
 
 from proxy.core.errortext import PROTECTED, Match, Signature, find, sig
-from proxy.core.messages.signatures import MESSAGES
+from proxy.core.registry import CATALOGUES
 
 __all__ = ["PROTECTED", "SIGNATURES", "Match", "Signature", "match"]
 
@@ -279,7 +279,7 @@ SIGNATURES: tuple[Signature, ...] = (
     *_GEMINI,
     *_SECOND_TIER,
     *_RESPONSES,
-    *MESSAGES,
+    *(row for rows in CATALOGUES.values() for row in rows),
 )
 
 

@@ -33,6 +33,9 @@ KEY_ENV = "TOOLCALL_GUARD_TEST_WIRE_KEY"
 KEY = "sk-upstream-key-123"
 BASE = "http://upstream.test/v1"
 ANTHROPIC_BASE = "http://upstream.test/anthropic/v1"
+GEMINI_BASE = "http://upstream.test/google"
+#: Each base URL setting of the one upstream, as the units name them.
+BASES = {"base_url": BASE, "anthropic_base_url": ANTHROPIC_BASE, "gemini_base_url": GEMINI_BASE}
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Sample:
     rule: str  # the rule that repairs it
     refusal: str  # an upstream's text the signature catalogue maps to ``rule``
     preset: str = "openai"  # the preset whose dialect refuses the broken form
+    path: str = ""  # the request path when the row's own (``/v1`` + ``Wire.path``) is not it
 
 
 def _chat() -> Sample:
@@ -82,7 +86,32 @@ def _messages() -> Sample:
     return Sample(body, "messages_empty_text", refusal, preset="anthropic")
 
 
-SAMPLES: dict[str, Sample] = {"chat": _chat(), "responses": _responses(), "messages": _messages()}
+def _gemini() -> Sample:
+    call = {"functionCall": {"name": "read", "args": {"path": "a.txt"}}}
+    contents = [
+        {"role": "user", "parts": [{"text": "Read a.txt"}]},
+        {"role": "model", "parts": [call]},
+        {"role": "user", "parts": [{"text": "And now?"}]},
+    ]
+    refusal = (
+        "Please ensure that the number of function response parts is equal to the number of "
+        "function call parts of the function call turn."
+    )
+    path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    return Sample({"contents": contents}, "gemini_missing_response", refusal, "gemini", path)
+
+
+SAMPLES: dict[str, Sample] = {
+    "chat": _chat(),
+    "responses": _responses(),
+    "messages": _messages(),
+    "gemini": _gemini(),
+}
+
+
+def _path(wire: Wire, sample: Sample) -> str:
+    """Where a client sends the sample: its own path, else ``/v1`` and the row's."""
+    return sample.path or f"/v1{wire.path}"
 
 
 def _sample(name: str, retried: bool = False) -> Sample:
@@ -102,9 +131,11 @@ def test_every_api_has_a_row_a_unit_a_pipeline_and_a_sample() -> None:
     assert set(WIRES) == set(units) == set(PIPELINES) == set(SAMPLES)
     for name, wire in WIRES.items():
         assert units[name].wire is wire
-        assert unit_for(UNITS, wire.path) is units[name]
-        assert wire_for_path(f"/v1{wire.path}") is wire
-        assert wire_for_path(f"/someone/v1{wire.path}") is wire
+        path = _path(wire, SAMPLES[name])
+        if wire.split is None:
+            assert unit_for(UNITS, wire.path) is units[name]
+        assert wire_for_path(path) is wire
+        assert wire_for_path(f"/someone{path}") is wire
 
 
 @dataclass
@@ -144,14 +175,7 @@ def start(monkeypatch: pytest.MonkeyPatch) -> Iterator[Start]:
         ) -> tuple[str, Upstream]:
             upstream = Upstream([], list(answers))
             settings = load_settings(
-                upstreams={
-                    "up": {
-                        "base_url": BASE,
-                        "anthropic_base_url": ANTHROPIC_BASE,
-                        "api_key_env": KEY_ENV,
-                        "policy": "mine",
-                    }
-                },
+                upstreams={"up": {**BASES, "api_key_env": KEY_ENV, "policy": "mine"}},
                 policies={"mine": {"base": preset, "rules": rules or {}}},
                 routing={"default": "up"},
                 repair_log={"url": "memory://", "flush_interval": 0.05},
@@ -162,14 +186,17 @@ def start(monkeypatch: pytest.MonkeyPatch) -> Iterator[Start]:
         yield run
 
 
-def _base(wire: Wire) -> str:
+def _sent_to(wire: Wire, sample: Sample) -> str:
+    """The URL the upstream gets: the unit's base URL, then what follows ``/v1`` (a row whose
+    paths carry their version: the whole path)."""
     unit = next(u for u in UNITS.values() if u.wire is wire)
-    return ANTHROPIC_BASE if unit.base_key == "anthropic_base_url" else BASE
+    rest = sample.path if wire.split is not None else wire.path
+    return BASES[unit.base_key] + rest
 
 
 def _key_sent(wire: Wire, headers: httpx.Headers) -> None:
     assert headers[wire.key_header] == wire.key_value(KEY).decode()
-    other = {"authorization", "x-api-key"} - {wire.key_header}
+    other = {"authorization", "x-api-key", "x-goog-api-key", "api-key"} - {wire.key_header}
     assert not other & set(headers.keys())
 
 
@@ -178,19 +205,21 @@ def test_routed_keyed_checked_recorded_diffed_and_drawn(name: str, start: Start)
     wire, sample = WIRES[name], _sample(name)
     url, upstream = start([], preset=sample.preset)
     client_keys = {"authorization": "Bearer client-key", "x-api-key": "client-key"}
-    answer = httpx.post(f"{url}/v1{wire.path}", json=sample.body, headers=client_keys)
+    answer = httpx.post(url + _path(wire, sample), json=sample.body, headers=client_keys)
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-toolcall-guard-outcome"] == "repaired"
     (sent,) = upstream.sent
-    assert sent.url == _base(wire) + wire.path
+    assert sent.url == _sent_to(wire, sample)
     _key_sent(wire, sent.headers)
-    assert sent.body[wire.history_key] != sample.body[wire.history_key]
+    assert wire.items(sent.body) != wire.items(sample.body)
     record = _record(url, answer.headers["x-toolcall-guard-record"])
-    assert (record["api"], record["history_key"]) == (wire.name, wire.history_key)
+    key = ".".join(wire.location(sample.body))
+    assert (record["api"], record["history_key"], record["noun"]) == (wire.name, key, wire.noun)
+    assert record["views"]["forwarded"] == [wire.view(item) for item in wire.items(sent.body)]
     assert sample.rule in record["rules"]
     assert any(sample.rule in entry["rules"] for entry in record["diff"]["messages"])
     labels = {entry["role"] for entry in record["diff"]["messages"]}
-    assert labels <= {wire.kind(item) for item in sent.body[wire.history_key]}
+    assert labels <= {wire.kind(item) for item in wire.items(sent.body)}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -198,12 +227,12 @@ def test_a_refusal_is_retried_through_the_row(name: str, start: Start) -> None:
     wire, sample = WIRES[name], _sample(name, retried=True)
     refusal = BadRequestBody(sample.refusal).payload(wire.error_shape)
     url, upstream = start([(400, refusal)], rules={sample.rule: "warn"}, preset=sample.preset)
-    answer = httpx.post(f"{url}/v1{wire.path}", json=sample.body)
+    answer = httpx.post(url + _path(wire, sample), json=sample.body)
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-toolcall-guard-retried"] == sample.rule
     first, second = upstream.sent
     assert first.body == sample.body
-    assert second.body[wire.history_key] != sample.body[wire.history_key]
+    assert wire.items(second.body) != wire.items(sample.body)
     assert {k: v for k, v in second.body.items() if k != wire.history_key} == {
         k: v for k, v in sample.body.items() if k != wire.history_key
     }
@@ -213,7 +242,7 @@ def test_a_refusal_is_retried_through_the_row(name: str, start: Start) -> None:
 def test_the_proxys_own_errors_come_in_the_rows_shape(name: str, start: Start) -> None:
     wire = WIRES[name]
     url, upstream = start([])
-    answer = httpx.post(f"{url}/v1{wire.path}", content=b"{not json")
+    answer = httpx.post(url + _path(wire, SAMPLES[name]), content=b"{not json")
     assert answer.status_code == 400
     message = answer.json()["error"]["message"]
     assert message.startswith("The request body is not valid JSON")
@@ -226,10 +255,10 @@ def test_check_recognises_and_capture_keeps_the_rows_history(name: str) -> None:
     wire, sample = WIRES[name], SAMPLES[name]
     assert wire_of_body(sample.body) is wire
     record = make_record()
-    record.path = f"/v1{wire.path}"
+    record.path = _path(wire, sample)
     record.received = record.forwarded = sample.body
     kept = apply_capture(record, "none", 1024).received
-    assert len(kept[wire.history_key]) == len(sample.body[wire.history_key])
+    assert len(wire.items(kept)) == len(wire.items(sample.body))
 
 
 def _record(url: str, record_id: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ where its endpoint accepts the history, so every preset runs every rule.
 
 from __future__ import annotations
 
-from proxy.core.gemini.rules import empty, ids, pairing, shape, signatures, turns
+from proxy.core.gemini.rules import empty, foreign, ids, pairing, shape, signatures, turns
 from proxy.core.rule import Rule
 
 PIPELINE: tuple[Rule, ...] = (
@@ -24,6 +24,8 @@ PIPELINE: tuple[Rule, ...] = (
     *pairing.RULES,
     *ids.RULES,
     *signatures.RULES,
+    *foreign.RULES,
 )
 RULES: dict[str, Rule] = {r.name: r for r in PIPELINE}
-DEFAULTS: dict[str, str] = {name: "repair" for name in RULES}
+#: ``gemini_foreign_signature`` has no static evidence (N8): only repair on reject applies it.
+DEFAULTS: dict[str, str] = {name: "repair" for name in RULES} | {"gemini_foreign_signature": "off"}
