@@ -3,9 +3,10 @@
 Every golden case of every API (``tests/cases/*.json`` for chat, ``messages/``, ``responses/``
 and ``responses_external/``) goes through a real proxy, in front of an upstream that accepts
 everything and keeps the body it received, and through ``check --fix`` (in process, the
-command's own function) with the same configuration: one upstream per policy the cases name,
-its rule overrides in a ``[policies.X]`` table. The two must be the same JSON; a case the proxy
-refuses (400) must be one ``check`` reports rejected (or cannot read: a malformed history).
+command's own function) with the same configuration, parsed once for both: one upstream per
+policy the cases name, its rule overrides in a ``[policies.X]`` table. The two must be the same
+JSON; a case the proxy refuses (400) must be one ``check`` reports rejected (or cannot read: a
+malformed history).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import httpx
 import orjson
 import pytest
 
+from proxy import check as proxy_check
 from proxy.app import create_app
 from proxy.check import Unreadable, check
 from proxy.core.wire import WIRES
-from proxy.settings import load_settings
+from proxy.settings import Settings, load_settings
+from tests.e2e.conftest import PacedEvents
 from tests.servers import running
 
 CASES = Path(__file__).parents[1] / "cases"
@@ -57,30 +60,19 @@ def _listed(pattern: str) -> Iterator[tuple[str, dict[str, Any]]]:
             yield f"{file.parent.name}/{file.stem}:{case['id']}", case
 
 
+#: Each API's golden cases: the files, the body's history key and the case's key holding it.
+SOURCES = (
+    ("*.json", "chat", "messages", "input"),
+    ("messages/*.json", "messages", "messages", "messages"),
+    ("responses/*.json", "responses", "input", "input"),
+)
+
+
 def _cases() -> list[Case]:
     cases = [
-        Case(
-            i,
-            "chat",
-            c["policy"],
-            c.get("overrides"),
-            {**c.get("request", {}), "messages": c["input"]},
-        )
-        for i, c in _listed("*.json")
-    ]
-    cases += [
-        Case(
-            i,
-            "messages",
-            c["policy"],
-            c.get("overrides"),
-            {**c["request"], "messages": c["messages"]},
-        )
-        for i, c in _listed("messages/*.json")
-    ]
-    cases += [
-        Case(i, "responses", c["policy"], c.get("overrides"), {**c["request"], "input": c["input"]})
-        for i, c in _listed("responses/*.json")
+        Case(i, api, c["policy"], c.get("overrides"), {**c.get("request", {}), key: c[field]})
+        for pattern, api, key, field in SOURCES
+        for i, c in _listed(pattern)
     ]
     for file in sorted((CASES / "responses_external").glob("*.json")):
         body = json.loads(file.read_text())["body"]
@@ -121,51 +113,35 @@ def _config(base_url: str) -> str:
     return "\n".join(lines)
 
 
-class Recorder:
-    """An upstream that answers 200 to anything and keeps each body it received."""
-
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (message := await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        self.bodies.append(body)
-        headers = [(b"content-type", b"application/json")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b"{}"})
-
-
 @dataclass
 class Served:
     proxy: str
     config: Path
-    recorder: Recorder
+    upstream: PacedEvents  # answers 200 to anything (no event) and keeps what it received
     http: httpx.Client
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    recorder = Recorder()
-    with running(recorder) as upstream, httpx.Client(timeout=10.0) as http:
+    upstream = PacedEvents(count=0, pace=0)
+    with running(upstream, lifespan="off") as url, httpx.Client(timeout=10.0) as http:
         config = tmp_path_factory.mktemp("parity") / "toolcall-guard.toml"
-        config.write_text(_config(upstream))
-        with running(create_app(load_settings(config))) as proxy:
-            yield Served(proxy, config, recorder, http)
+        config.write_text(_config(url))
+        settings = load_settings(config)
+        with running(create_app(settings)) as proxy, pytest.MonkeyPatch.context() as patch:
+            # ``check`` reads the same file for every case: parsed once (0.2 s a time).
+            patch.setattr(proxy_check, "load_settings", lambda path: _same(path, config, settings))
+            yield Served(proxy, config, upstream, http)
+
+
+def _same(path: Any, config: Path, settings: Settings) -> Settings:
+    assert Path(path) == config
+    return settings
 
 
 def _through_proxy(served: Served, case: Case, upstream: str) -> tuple[int, Any]:
     """The proxy's status, and the body the upstream received (None when none arrived)."""
-    before = len(served.recorder.bodies)
+    before = len(served.upstream.requests)
     response = served.http.post(
         f"{served.proxy}/{upstream}/v1{WIRES[case.api].path}",
         content=orjson.dumps(case.body),
@@ -176,7 +152,7 @@ def _through_proxy(served: Served, case: Case, upstream: str) -> tuple[int, Any]
             "anthropic-version": "2023-06-01",
         },
     )
-    arrived = served.recorder.bodies[before:]
+    arrived = [body for _, _, body in served.upstream.requests[before:]]
     assert len(arrived) <= 1, "one request, one forwarded body (no retry here)"
     return response.status_code, orjson.loads(arrived[0]) if arrived else None
 
