@@ -1,7 +1,7 @@
 """The engine: one policy's rules run over one history, to a bounded fixpoint.
 
-:func:`sanitize` is what every wire API's check calls (through
-:func:`proxy.core.wire.sanitize_body`); :class:`Outcome` is what it returns, and
+:func:`sanitize` is what every wire API's check calls (the proxy's guard, or
+:func:`proxy.core.wire.sanitize_body` from a body); :class:`Outcome` is what it returns, and
 :func:`proxy.core.forward.forwarded_body` what the proxy, the retry and ``check`` forward. Pure.
 """
 
