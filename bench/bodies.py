@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 
 from bench.sanitize import clean_history
-from proxy.core.policy import apply_policy, build_policy
+from proxy.core.policy import build_policy
+from proxy.core.wire import CHAT as WIRE_CHAT
 from proxy.core.wire import MESSAGES as WIRE_MESSAGES
 from proxy.core.wire import sanitize_body
 
@@ -184,8 +185,8 @@ def body(kind: str, *, stream: bool) -> bytes:
         data = {"model": CLAUDE, "max_tokens": 1024, "system": system, "messages": messages}
         _expect(kind, sanitize_body(WIRE_MESSAGES, data, build_policy("anthropic")).status, outcome)
     else:
-        _expect(kind, apply_policy(history_, build_policy("openai")).status, outcome)
         data = {"model": MODEL, "messages": history_}
+        _expect(kind, sanitize_body(WIRE_CHAT, data, build_policy("openai")).status, outcome)
     if stream:
         data["stream"] = True
     return orjson.dumps(data)

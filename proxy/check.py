@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from proxy.core.forward import forwarded_body
 from proxy.core.history import MalformedHistory
 from proxy.core.policy import PRESETS, Outcome, Policy, build_policy
 from proxy.core.registry import ALL_RULES as RULES
@@ -78,8 +79,9 @@ def _exit_code(outcome: Outcome) -> int:
 
 
 def repaired_body(body: dict[str, Any], outcome: Outcome, wire: Wire) -> dict[str, Any]:
-    """The body as the proxy would forward it (a string ``input`` is never changed)."""
-    return wire.replaced(body, outcome.messages) if outcome.changed else body
+    """The body as the proxy would forward it: the one the proxy builds when the outcome
+    changed it (request-level fields included), else the body as sent."""
+    return forwarded_body(wire, body, outcome) if outcome.changed else body
 
 
 def _wire(body: Any, wanted: str | None, source: str) -> Wire:

@@ -13,11 +13,24 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from proxy.core.engine import Outcome
+from proxy.core.policy import Policy
+from proxy.core.wire import CHAT, sanitize_body
+
 Message = dict[str, Any]
 DIALECTS = ("openai", "deepseek", "gemini")
 #: The strictest model of each emulator: thinking mode for DeepSeek, thought signatures for Gemini.
 MODELS = {"openai": "gpt-4o", "deepseek": "deepseek-reasoner", "gemini": "gemini-3-pro-preview"}
 SIGNATURE = {"google": {"thought_signature": "skip_thought_signature_validator"}}
+
+
+def sanitize_chat(
+    messages: list[Message], policy: Policy, request: dict[str, Any] | None = None
+) -> Outcome:
+    """Chat ``messages`` checked under ``policy`` the way the proxy checks them: the engine
+    over the body ``request`` (the rest of the request: ``model``, ``thinking``…) with them."""
+    return sanitize_body(CHAT, {**(request or {}), "messages": messages}, policy)
+
 
 texts = st.text(alphabet="abcdefghij klmnop.,", min_size=1, max_size=30).filter(str.strip)
 tool_names = st.sampled_from(["read_file", "write_file", "search", "get_weather"])

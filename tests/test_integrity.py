@@ -30,8 +30,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from proxy.core.policy import DIALECTS, apply_policy, build_policy
+from proxy.core.forward import forwarded_body
+from proxy.core.policy import DIALECTS, build_policy
+from proxy.core.wire import CHAT
 from proxy.emulator import validate
+from tests.factories import sanitize_chat
 
 Message = dict[str, Any]
 Mutation = Callable[[list[Message], int], None]
@@ -276,11 +279,11 @@ def _said(messages: list[Message]) -> list[str]:
 def check(preset: str, received: list[Message]) -> str | None:
     """Why ``preset``'s repair of ``received`` breaks integrity, or None."""
     request = {"model": MODELS.get(preset, ""), "messages": received}
-    outcome = apply_policy(received, POLICIES[preset], request=request)
+    outcome = sanitize_chat(received, POLICIES[preset], request=request)
     if outcome.rejected:
         return f"rejected: {[f.as_dict() for f in outcome.findings]}"
     forwarded = outcome.messages
-    rejection = validate(SAME_CHAT.get(preset, preset), outcome.forwarded(request, "messages"))
+    rejection = validate(SAME_CHAT.get(preset, preset), forwarded_body(CHAT, request, outcome))
     if rejection is not None:
         return f"emulator refused: {rejection.rule} {rejection.message}"
     everything = orjson.dumps([m.get("content") for m in forwarded]).decode()
@@ -313,7 +316,7 @@ def test_every_presets_repair_keeps_integrity(preset: str, data: st.DataObject) 
         broken.append({"role": "user", "content": "user next"})  # or tool results
     snapshot = copy.deepcopy(broken)
     problem = check(preset, broken)
-    assert broken == snapshot, "apply_policy mutated its input"
+    assert broken == snapshot, "the engine mutated its input"
     assert problem is None, (problem, broken)
 
 

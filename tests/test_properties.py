@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from proxy.core.policy import DIALECTS, apply_policy, build_policy
+from proxy.core.policy import DIALECTS, build_policy
 from proxy.emulator import PROVIDERS, validate
-from tests.factories import broken_histories, for_dialect, histories
+from tests.factories import broken_histories, for_dialect, histories, sanitize_chat
 
 Message = dict[str, Any]
 POLICIES = {dialect: build_policy(dialect) for dialect in DIALECTS}
@@ -132,7 +132,7 @@ def test_what_the_emulator_accepts_yields_no_finding(preset: str, data: st.DataO
     messages = data.draw(client_histories())
     request = data.draw(requests(preset))
     assume(validate(preset, {**request, "messages": messages}) is None)
-    outcome = apply_policy(messages, POLICIES[preset], request={**request, "messages": messages})
+    outcome = sanitize_chat(messages, POLICIES[preset], request={**request, "messages": messages})
     assert outcome.findings == (), [f.as_dict() for f in outcome.findings]
     assert outcome.messages is messages
     assert not outcome.changed
@@ -149,12 +149,12 @@ def test_broken_histories_come_out_valid(dialect: str, data: st.DataObject) -> N
     messages = data.draw(broken_histories(dialect))
     request = {"model": MODELS[dialect][0], "messages": messages}
     snapshot = copy.deepcopy(messages)
-    outcome = apply_policy(messages, POLICIES[dialect], request=request)
-    assert messages == snapshot, "apply_policy mutated its input"
+    outcome = sanitize_chat(messages, POLICIES[dialect], request=request)
+    assert messages == snapshot, "the engine mutated its input"
     assert not outcome.rejected, [f.as_dict() for f in outcome.findings]
     rejection = validate(dialect, {**request, "messages": outcome.messages})
     assert rejection is None, (rejection.rule, rejection.body, outcome.messages)
-    again = apply_policy(outcome.messages, POLICIES[dialect], request=request)
+    again = sanitize_chat(outcome.messages, POLICIES[dialect], request=request)
     assert again.findings == (), [f.as_dict() for f in again.findings]
     assert _users(outcome.messages) >= _users(messages)
     for finding in outcome.findings:
@@ -168,11 +168,11 @@ def test_any_preset_is_pure_idempotent_and_keeps_users(preset: str, data: st.Dat
     messages = data.draw(broken_histories(data.draw(st.sampled_from(REPAIRED))))
     request = {**data.draw(requests(preset)), "messages": messages}
     snapshot = copy.deepcopy(messages)
-    outcome = apply_policy(messages, POLICIES[preset], request=request)
-    assert messages == snapshot, "apply_policy mutated its input"
+    outcome = sanitize_chat(messages, POLICIES[preset], request=request)
+    assert messages == snapshot, "the engine mutated its input"
     if outcome.rejected:
         return
-    again = apply_policy(outcome.messages, POLICIES[preset], request=request)
+    again = sanitize_chat(outcome.messages, POLICIES[preset], request=request)
     assert again.findings == (), [f.as_dict() for f in again.findings]
     assert _users(outcome.messages) >= _users(messages)
 
@@ -187,7 +187,7 @@ def test_direct_sends_of_broken_histories_are_refused_or_harmless(
     messages = data.draw(broken_histories(dialect))
     request = {"model": MODELS[dialect][0], "messages": messages}
     if validate(dialect, request) is not None:
-        assert apply_policy(messages, POLICIES[dialect], request=request).findings
+        assert sanitize_chat(messages, POLICIES[dialect], request=request).findings
 
 
 def test_valid_clients_histories_pass_on_the_strictest_models() -> None:
@@ -217,7 +217,7 @@ def test_valid_clients_histories_pass_on_the_strictest_models() -> None:
             messages[1]["tool_calls"][0].pop("extra_content")
         request = {"model": MODELS[preset][0], "messages": messages}
         if validate(preset, request) is None:
-            assert apply_policy(messages, POLICIES[preset], request=request).findings == ()
+            assert sanitize_chat(messages, POLICIES[preset], request=request).findings == ()
 
 
 def _users(messages: list[Message]) -> int:

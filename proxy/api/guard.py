@@ -17,6 +17,7 @@ from proxy.api.counters import Counters
 from proxy.api.learned import LearnedStrips
 from proxy.api.state import RequestState
 from proxy.api.units import WireApi
+from proxy.core.forward import forwarded_body, found_at, placed
 from proxy.core.history import MalformedHistory
 from proxy.core.policy import MODES, Outcome, Policy, sanitize
 from proxy.core.rule import Finding, Items
@@ -101,12 +102,12 @@ class Guard:
         self._count(upstream, unit.name, outcome)
         if outcome.rejected:
             raise rejection(outcome)
-        sent = data if not outcome.changed else unit.wire.forwarded(data, outcome)
+        sent = data if not outcome.changed else forwarded_body(unit.wire, data, outcome)
         sent = self._strip_learned(state, upstream, sent)
         state.sending(sent, changed=sent is not data)
         if sent is data:  # clean or warned: forwarded as sent
             return upstream, body
-        repaired, listed = dumps_listed(sent, unit.wire.history_key)
+        repaired, listed = dumps_listed(sent, unit.wire.location(sent))
         state.repaired_body(repaired, listed)
         return upstream, repaired
 
@@ -153,11 +154,13 @@ def dumps(body: Any) -> bytes:
         raise BadRequestBody(f"The repaired request cannot be serialised: {exc}.") from exc
 
 
-def dumps_listed(body: Any, key: str) -> tuple[bytes, tuple[list[Any], bytes] | None]:
-    """:func:`dumps`, and the history list under ``key`` with its own JSON (the same bytes
+def dumps_listed(
+    body: Any, location: tuple[str, ...]
+) -> tuple[bytes, tuple[list[Any], bytes] | None]:
+    """:func:`dumps`, and the history list at ``location`` with its own JSON (the same bytes
     the body holds, serialised once): the repair log packs them without serialising again."""
-    items = body.get(key) if type(body) is dict else None
+    items = found_at(body, location)
     if type(items) is not list:
         return dumps(body), None
     listed = dumps(items)
-    return dumps({**body, key: orjson.Fragment(listed)}), (items, listed)
+    return dumps(placed(body, location, orjson.Fragment(listed))), (items, listed)

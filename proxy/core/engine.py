@@ -1,7 +1,8 @@
 """The engine: one policy's rules run over one history, to a bounded fixpoint.
 
-:func:`sanitize` is what every wire API's check calls (through
-:func:`proxy.core.policy.apply_policy` for chat); :class:`Outcome` is what it returns. Pure.
+:func:`sanitize` is what every wire API's check calls (the proxy's guard, or
+:func:`proxy.core.wire.sanitize_body` from a body); :class:`Outcome` is what it returns, and
+:func:`proxy.core.forward.forwarded_body` what the proxy, the retry and ``check`` forward. Pure.
 """
 
 from __future__ import annotations
@@ -20,23 +21,18 @@ Message = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """The result of :func:`sanitize` (and of ``apply_policy``): what to forward, and why."""
+    """The result of :func:`sanitize` (or of one repair, :func:`outcome_of`): what to forward,
+    and why."""
 
     messages: list[Message]
     findings: tuple[Finding, ...]
     changed: bool
     rejected: bool
     #: Top-level request fields a repair replaced besides the items (Messages: ``system``,
-    #: ``thinking``, ``tools``); forwarded with them (:meth:`forwarded`).
+    #: ``thinking``, ``tools``); forwarded with them (:func:`proxy.core.forward.forwarded_body`).
     fields: Mapping[str, Any] = field(default_factory=dict)
     #: Top-level request fields a repair removed (xAI: ``tool_choice`` without ``tools``).
     removed: frozenset[str] = frozenset()
-
-    def forwarded(self, body: Mapping[str, Any], items_key: str) -> dict[str, Any]:
-        """The body to forward once repaired: ``body`` with the repaired items and fields,
-        without the removed ones."""
-        kept = {k: v for k, v in body.items() if k not in self.removed}
-        return {**kept, **self.fields, items_key: self.messages}
 
     @property
     def status(self) -> str:
@@ -94,19 +90,26 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
     cheap rules only, not the analyses of pairing and after (issue 23: a repaired request
     costs little more than a clean one).
     """
-    messages, request = history.messages, getattr(history, "request", None)
+    received = history
     findings: list[Finding] = []
     rules = policy.active[api]
     for _ in range(MAX_PASSES):
         history, rejected, last = _pass(history, rules, findings)
         if rejected:
-            return Outcome(messages, tuple(findings), changed=False, rejected=True)
+            return Outcome(received.messages, tuple(findings), changed=False, rejected=True)
         rules = tuple((r, s) for r, s in rules[:last] if s.action not in _NO_REPAIR)
         if not rules or not history.messages:
             break
-    fields, removed = _changed_fields(request, getattr(history, "request", None))
-    changed = history.messages is not messages or bool(fields) or bool(removed)
-    return Outcome(history.messages, tuple(findings), changed, False, fields, removed)
+    return outcome_of(received, history, tuple(findings))
+
+
+def outcome_of(received: Items, repaired: Items, findings: tuple[Finding, ...] = ()) -> Outcome:
+    """The outcome of the repairs that made ``repaired`` of ``received``: its items, and the
+    request-level fields they replaced or removed (the engine's, or the retry's one rule)."""
+    before, after = getattr(received, "request", None), getattr(repaired, "request", None)
+    fields, removed = _changed_fields(before, after)
+    changed = repaired.messages is not received.messages or bool(fields) or bool(removed)
+    return Outcome(repaired.messages, findings, changed, False, fields, removed)
 
 
 def _pass(

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.core.chat.messages import History, Message
-
 # Re-exported: the engine's names are the policy API's (``from proxy.core.policy import …``).
 from proxy.core.engine import MAX_PASSES as MAX_PASSES  # noqa: PLC0414
 from proxy.core.engine import Outcome as Outcome  # noqa: PLC0414
@@ -207,16 +205,3 @@ def _check_params(key: str, rule: Rule, params: Mapping[str, Any]) -> None:
         rule.check_params(params)
     except BadParam as exc:
         raise ValueError(f"{key}.{exc.param}: {exc.problem}") from exc
-
-
-def apply_policy(
-    messages: list[Message], policy: Policy, request: Mapping[str, Any] | None = None
-) -> Outcome:
-    """Check and repair chat ``messages`` under ``policy``. Pure; never mutates its input.
-
-    ``request`` is the parsed request body the messages came in (read, never changed): the
-    model-dependent rules read its ``model`` and ``thinking``. Without it no model is known,
-    and rules that apply to some models only find nothing. A clean history comes back as the
-    very same list object with ``changed = False``.
-    """
-    return sanitize(History(messages, request=request), policy, "chat")

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from proxy.core.engine import outcome_of
+from proxy.core.forward import forwarded_body
 from proxy.core.history import MalformedHistory
 from proxy.core.learnable import learnable
 from proxy.core.policy import Policy, Setting, build_policy
@@ -144,7 +146,7 @@ def _plan_rule(wire: Wire, body: dict[str, Any], found: Match, policy: Policy) -
         return None
     chosen = hits
     repaired = rule.repairs[action](history, chosen, params)
-    new = wire.rebuilt(body, repaired)
+    new = forwarded_body(wire, body, outcome_of(history, repaired))
     if new == body:
         return None
     findings = tuple(

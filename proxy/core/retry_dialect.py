@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from proxy.core.errortext import Match
+from proxy.core.forward import forwarded_body
 from proxy.core.history import MalformedHistory
 from proxy.core.policy import DIALECTS, Policy, Setting, build_policy, sanitize
 from proxy.core.rule import Finding
@@ -51,7 +52,7 @@ def with_dialect(
     outcome = sanitize(history, _policy(preset, policy), wire.name)
     if outcome.rejected or not outcome.changed:
         return body, findings
-    return outcome.forwarded(body, wire.history_key), findings + outcome.findings
+    return forwarded_body(wire, body, outcome), findings + outcome.findings
 
 
 def dialect_of(found: Match) -> str | None:

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from proxy.core.chat.messages import History, messages_of
+from proxy.core.forward import found_at
 from proxy.core.gemini.items import Contents, history_location
 from proxy.core.gemini.paths import parse_native, split_native
 from proxy.core.gemini.vocabulary import GEMINI_KEYS
@@ -101,36 +102,19 @@ class Wire:
     stream_error: bytes = b"event: error"
 
     def location(self, body: Any) -> tuple[str, ...]:
-        """The keys leading from the body to its history list."""
+        """The keys leading to ``body``'s history list (``("messages",)``; nested for an API
+        that wraps its request, ``("request", "contents")``). The object holding the list holds
+        the request-level fields a repair changes (:func:`proxy.core.forward.forwarded_body`)."""
         return (self.history_key,) if self.locate is None else self.locate(body)
 
     def items(self, body: Any) -> list[Any]:
         """The history list of a body (``[]`` when it has none), unchecked."""
-        value = body
-        for key in self.location(body):
-            value = value.get(key) if type(value) is dict else None
+        value = found_at(body, self.location(body)) if type(body) is dict else None
         return value if type(value) is list else []
 
     def views(self, body: Any) -> list[ItemView]:
         """What the viewer shows of each item of a body's history."""
         return [self.view(item) for item in self.items(body)]
-
-    def replaced(self, body: dict[str, Any], items: list[Any]) -> dict[str, Any]:
-        """``body`` with its history replaced by ``items``."""
-        return {**body, self.history_key: items}
-
-    def forwarded(self, body: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
-        """The body to forward once ``outcome`` repaired it: its items, and the top-level
-        fields a repair replaced (Messages: ``system``, ``thinking``)."""
-        return outcome.forwarded(body, self.history_key)
-
-    def rebuilt(self, body: dict[str, Any], history: Items) -> dict[str, Any]:
-        """``body`` as a repaired ``history`` (the retry's) says: its items, and the top-level
-        fields its request replaced or removed (its request is the whole body)."""
-        request: Mapping[str, Any] = getattr(history, "request", None) or {}
-        fields = {k: v for k, v in request.items() if k not in body or body[k] is not v}
-        kept = body if not request else {k: v for k, v in body.items() if k in request}
-        return {**kept, **fields, self.history_key: history.messages}
 
     def item_index(self, path: str) -> int | None:
         """The item a finding's path names (``messages[3].content[0]`` → 3), or None."""
@@ -293,7 +277,7 @@ def sanitize_body(wire: Wire, body: Any, policy: Policy) -> Outcome:
     """Check and repair the history of ``body`` under ``policy`` with ``wire``'s rules. Pure.
 
     Raises :class:`~proxy.core.history.MalformedHistory` for a body no policy can work on.
-    ``Outcome.messages`` are the items to forward (:meth:`Wire.replaced` when ``changed``).
+    When ``changed``, forward :func:`proxy.core.forward.forwarded_body` of the outcome.
     """
     return sanitize(wire.history(body), policy, wire.name)
 

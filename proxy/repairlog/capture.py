@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from proxy.core.forward import found_at
 from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.conversation import conversation_key
 from proxy.repairlog.record import Record, copied
@@ -147,9 +148,14 @@ def _structure(body: Any, wire: Wire) -> Any:
     if not isinstance(body, dict):
         return None
     out = {key: _identifier(body[key]) for key in ("model", "stream") if key in body}
-    for key in (wire.history_key, "tools"):
-        if isinstance(body.get(key), list):
-            out[key] = [_skeleton(item, wire) for item in body[key]]
+    history = wire.location(body)  # the tools sit beside the history (the request's fields)
+    for location in (history, (*history[:-1], "tools")):
+        value = found_at(body, location)
+        if isinstance(value, list):
+            holder = out
+            for key in location[:-1]:
+                holder = holder.setdefault(key, {})
+            holder[location[-1]] = [_skeleton(item, wire) for item in value]
     return out
 
 

@@ -412,6 +412,14 @@ BROKEN: dict[str, tuple[str, str, dict[str, Any]]] = {
             store=False,
         ),
     ),
+    "store_false_call_by_reference": (  # issue 32: the reference goes, its output is salvaged
+        "R6",
+        "responses_store_false",
+        body(
+            [ASK, {"type": "item_reference", "id": "fc_68a1"}, output("call_a", "a.txt"), AGAIN],
+            store=False,
+        ),
+    ),
     "reasoning_missing_for_replayed_call": (
         "R4",
         "responses_missing_reasoning_ref",

@@ -19,10 +19,11 @@ import pytest
 from fastapi import FastAPI
 
 from proxy.api import repairs, ui
-from proxy.core.policy import apply_policy, build_policy
+from proxy.core.policy import build_policy
 from proxy.repairlog import open_repair_log
 from proxy.repairlog.record import Record
 from proxy.settings import load_settings
+from tests.factories import sanitize_chat
 from tests.servers import running
 
 CHROMIUM = "/usr/bin/chromium"
@@ -157,7 +158,7 @@ def viewer_app(
 def sanitized(policy: str, messages: list[dict[str, Any]], **fields: Any) -> Record:
     """A record as the proxy writes it: the history run through the real policy."""
     model = fields.pop("model", "gpt-4o")
-    outcome = apply_policy(messages, build_policy(policy))
+    outcome = sanitize_chat(messages, build_policy(policy))
     received = {"model": model, "messages": messages}
     forwarded = None if outcome.rejected else {"model": model, "messages": list(outcome.messages)}
     defaults: dict[str, Any] = {

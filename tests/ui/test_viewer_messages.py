@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from proxy.core.forward import forwarded_body
 from proxy.core.policy import build_policy
 from proxy.core.wire import MESSAGES, sanitize_body
 from proxy.repairlog.record import Record
@@ -48,7 +49,7 @@ def messages_record() -> Record:
         outcome="repaired",
         findings=[f.as_dict() for f in outcome.findings],
         received=received,
-        forwarded=MESSAGES.forwarded(received, outcome),
+        forwarded=forwarded_body(MESSAGES, received, outcome),
         upstream_status=200,
         request_id="req_messages",
         created_at=datetime.now(UTC),

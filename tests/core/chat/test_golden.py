@@ -1,4 +1,4 @@
-"""Golden cases: every file in tests/cases/ is a list of cases run through apply_policy.
+"""Golden cases: every file in tests/cases/ is a list of cases run through the engine.
 
 A case: {"id", "policy" (a preset name), "overrides" (optional {rule: action-or-table}),
 "request" (optional: the rest of the request body, e.g. {"model": "deepseek-reasoner"}, read
@@ -18,8 +18,11 @@ from typing import Any
 
 import pytest
 
-from proxy.core.policy import apply_policy, build_policy
+from proxy.core.forward import forwarded_body
+from proxy.core.policy import build_policy
+from proxy.core.wire import CHAT
 from proxy.emulator import PROVIDERS, validate
+from tests.factories import sanitize_chat
 
 CASES_DIR = Path(__file__).parents[2] / "cases"
 
@@ -37,23 +40,23 @@ def test_golden(case: dict[str, Any]) -> None:
     policy = build_policy(case["policy"], overrides=case.get("overrides"))
     original = copy.deepcopy(case["input"])
     request = {**case.get("request", {}), "messages": case["input"]}
-    outcome = apply_policy(case["input"], policy, request=request)
+    outcome = sanitize_chat(case["input"], policy, request=request)
     got = [{"rule": f.rule, "action": f.action, "path": f.path} for f in outcome.findings]
     assert got == case["findings"]
-    assert case["input"] == original, "apply_policy mutated its input"
+    assert case["input"] == original, "the engine mutated its input"
     if case["output"] is None:
         assert outcome.rejected
     else:
         assert not outcome.rejected
         assert outcome.messages == case["output"]
-        forwarded = outcome.forwarded(request, "messages")
+        forwarded = forwarded_body(CHAT, request, outcome)
         assert _rest(forwarded) == case.get("request_output", _rest(request))
         if case["output"] == original and "request_output" not in case:
             assert outcome.messages is case["input"]
             assert not outcome.changed
         if all(f["action"] != "warn" for f in got):
             request = {**forwarded, "messages": outcome.messages}
-            again = apply_policy(outcome.messages, policy, request=request)
+            again = sanitize_chat(outcome.messages, policy, request=request)
             assert again.findings == (), "sanitizing twice must find nothing the second time"
 
 

@@ -9,7 +9,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from proxy.core.policy import apply_policy, build_policy
+from proxy.core.policy import build_policy
+from tests.factories import sanitize_chat
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
 
@@ -88,7 +89,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.rule}-{c.policy}" for c in CASES])
 def test_the_hint_says_what_the_default_repair_does(case: Case) -> None:
-    outcome = apply_policy(case.messages, build_policy(case.policy))
+    outcome = sanitize_chat(case.messages, build_policy(case.policy))
     found = [f for f in outcome.findings if f.rule == case.rule]
     assert found, outcome.findings
     assert case.said in found[0].hint

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from proxy.core.chat.messages import History, Message
 from proxy.core.chat.rules import PIPELINE, arguments, views
 from proxy.core.chat.rules.blocks import well_paired
-from proxy.core.policy import apply_policy, build_policy
-from tests.factories import DIALECTS, for_dialect, histories
+from proxy.core.policy import build_policy
+from tests.factories import DIALECTS, for_dialect, histories, sanitize_chat
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ROLES = ["system", "developer", "user", "assistant", "tool", "function", "model"]
@@ -259,8 +259,8 @@ def test_arguments_seen_before_never_hide_broken_ones(broken: str) -> None:
     overrides = {"arguments_invalid_json": "wrap"}
     policy = build_policy("passthrough", dialect="gemini", overrides=overrides)
     valid = '{"path": "a.txt"}'
-    assert not apply_policy(_with_arguments(valid, valid), policy).findings
-    findings = apply_policy(_with_arguments(valid, broken), policy).findings
+    assert not sanitize_chat(_with_arguments(valid, valid), policy).findings
+    findings = sanitize_chat(_with_arguments(valid, broken), policy).findings
     assert [f.path for f in findings] == ["messages[1].tool_calls[1].function.arguments"]
 
 

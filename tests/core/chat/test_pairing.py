@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from proxy.core.chat.messages import History
 from proxy.core.chat.rules import pairing, sequence
 from proxy.core.chat.rules.blocks import analyse, well_paired
-from proxy.core.policy import apply_policy, build_policy
+from proxy.core.policy import build_policy
 from tests import factories
 from tests.core.chat.test_seeds import assert_well_paired
+from tests.factories import sanitize_chat
 
 OURS = (*pairing.RULES, *sequence.RULES)
 ids = st.sampled_from(["call_a", "call_b", "call_c"])
@@ -67,10 +68,10 @@ def test_detectors_are_total_and_repairs_idempotent(
 ) -> None:
     policy = build_policy("passthrough", overrides=_repairing(data))
     snapshot = copy.deepcopy(messages)
-    outcome = apply_policy(messages, policy)
+    outcome = sanitize_chat(messages, policy)
     assert messages == snapshot
     if not outcome.rejected:
-        assert apply_policy(outcome.messages, policy).findings == ()
+        assert sanitize_chat(outcome.messages, policy).findings == ()
 
 
 @settings(max_examples=300, deadline=None)
@@ -78,7 +79,7 @@ def test_detectors_are_total_and_repairs_idempotent(
 def test_every_repair_mix_leaves_a_well_paired_history(
     messages: list[dict[str, Any]], data: st.DataObject
 ) -> None:
-    outcome = apply_policy(messages, build_policy("passthrough", overrides=_repairing(data)))
+    outcome = sanitize_chat(messages, build_policy("passthrough", overrides=_repairing(data)))
     if not outcome.rejected:
         assert outcome.messages
         assert_well_paired(outcome.messages)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from proxy.core.chat.rules import RULES
-from proxy.core.policy import PRESETS, apply_policy, build_policy
+from proxy.core.policy import PRESETS, build_policy
 from proxy.errors import ConfigError
 from proxy.settings import load_settings
+from tests.factories import sanitize_chat
 
 ID_FORMAT = "tool_call_id_format"
 CALL = {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
@@ -39,7 +40,7 @@ def test_a_valid_pattern_builds_and_applies() -> None:
         {"role": "assistant", "content": None, "tool_calls": [CALL]},
         {"role": "tool", "tool_call_id": "call_1", "content": "a"},
     ]
-    outcome = apply_policy(history, policy)
+    outcome = sanitize_chat(history, policy)
     assert [f.path for f in outcome.findings if f.rule == ID_FORMAT] == [
         "messages[1].tool_calls[0].id",
         "messages[2].tool_call_id",

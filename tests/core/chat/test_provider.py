@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from proxy.core.chat.messages import History
 from proxy.core.chat.rules import content, fields, ids, provider
-from proxy.core.policy import DIALECTS, PROVIDER_PRESETS, apply_policy, build_policy
+from proxy.core.policy import DIALECTS, PROVIDER_PRESETS, build_policy
 from proxy.core.rule import Rule
+from tests.factories import sanitize_chat
 
 MINE: tuple[Rule, ...] = (*ids.RULES, *provider.RULES, *content.RULES, *fields.RULES)
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -149,15 +150,15 @@ def test_total_pure_and_idempotent_on_any_shape(
 ) -> None:
     policy = build_policy("passthrough", dialect=dialect, overrides=overrides)
     snapshot = copy.deepcopy(history)
-    outcome = apply_policy(history, policy)
-    assert history == snapshot, "apply_policy mutated its input"
+    outcome = sanitize_chat(history, policy)
+    assert history == snapshot, "the engine mutated its input"
     if outcome.rejected:
         return
     assert all(type(m) is dict and type(m.get("role")) is str for m in outcome.messages)
     assert sum(m["role"] == "user" for m in outcome.messages) >= sum(
         m["role"] == "user" for m in history
     )
-    again = apply_policy(outcome.messages, policy)
+    again = sanitize_chat(outcome.messages, policy)
     assert again.findings == (), [f.as_dict() for f in again.findings]
     if not outcome.findings:
         assert outcome.messages is history
@@ -190,11 +191,11 @@ def test_strip_configured_still_steers_detection_when_observing() -> None:
         {"role": "tool", "tool_call_id": "call_1", "content": "a", "name": "ls"},
     ]
     observing = _policy("openai", "tool_message_name", "strip").with_mode("observe")
-    outcome = apply_policy(history, observing)
+    outcome = sanitize_chat(history, observing)
     assert [(f.action, f.path) for f in outcome.findings] == [("warn", "messages[2].name")]
     assert outcome.messages is history
     adding = _policy("openai", "tool_message_name", "add").with_mode("observe")
-    assert apply_policy(history, adding).findings == ()
+    assert sanitize_chat(history, adding).findings == ()
 
 
 @pytest.mark.parametrize(
@@ -208,7 +209,7 @@ def test_split_blocks_content_per_dialect(dialect: str, later_content: Any) -> N
         *({"role": "tool", "tool_call_id": c["id"], "content": "r"} for c in many),
     ]
     policy = _policy(dialect, "too_many_tool_calls", {"action": "split", "max_calls": 2})
-    out = apply_policy(history, policy).messages
+    out = sanitize_chat(history, policy).messages
     assert [m["role"] for m in out] == ["user", "assistant", "tool", "tool", "assistant", "tool"]
     assert out[1]["content"] == "Go."
     assert out[4] == {"role": "assistant", "content": later_content, "tool_calls": many[2:]}
@@ -224,13 +225,13 @@ def test_split_blocks_content_per_dialect(dialect: str, later_content: Any) -> N
 )
 def test_content_null_on_a_tool_call_turn_per_dialect(dialect: str, expected: Any) -> None:
     history = [{"role": "assistant", "content": None, "tool_calls": [CALL]}]
-    assert apply_policy(history, _policy(dialect, "content_null", "fix")).messages == expected
+    assert sanitize_chat(history, _policy(dialect, "content_null", "fix")).messages == expected
 
 
 def test_unknown_fields_per_dialect() -> None:
     message = {"role": "assistant", "content": "x", "reasoning_content": "r", "prefix": True}
     kept = {
-        dialect: apply_policy([message], _policy(dialect, "unknown_message_field", "strip"))
+        dialect: sanitize_chat([message], _policy(dialect, "unknown_message_field", "strip"))
         .messages[0]
         .keys()
         for dialect in DIALECTS
@@ -261,7 +262,7 @@ def test_same_history_same_remapped_ids() -> None:
         {"role": "tool", "tool_call_id": long_id, "content": "a"},
     ]
     policy = _policy("openai", "tool_call_id_format", "remap")
-    first, second = (apply_policy(copy.deepcopy(history), policy).messages for _ in range(2))
+    first, second = (sanitize_chat(copy.deepcopy(history), policy).messages for _ in range(2))
     assert first == second
     new_id = first[0]["tool_calls"][0]["id"]
     assert new_id == first[1]["tool_call_id"] != long_id

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from proxy.core.policy import apply_policy, build_policy
+from proxy.core.policy import build_policy
 from proxy.emulator import validate
-from tests.factories import body
+from tests.factories import body, sanitize_chat
 
 Message = dict[str, Any]
 PAIRING_AND_SEQUENCE = {
@@ -55,13 +55,13 @@ def sanitize(messages: list[Message], preset: str) -> tuple[list[tuple[str, str]
     policy = build_policy(preset)
     before = copy.deepcopy(messages)
     request = body(messages, preset)  # the provider's strictest model
-    outcome = apply_policy(messages, policy, request=request)
-    assert messages == before, "apply_policy mutated its input"
+    outcome = sanitize_chat(messages, policy, request=request)
+    assert messages == before, "the engine mutated its input"
     assert not outcome.rejected, [f.as_dict() for f in outcome.findings]
     assert_well_paired(outcome.messages)
     rejection = validate(preset, body(outcome.messages, preset))  # the provider's strict model
     assert rejection is None, (rejection.rule, rejection.message)
-    again = apply_policy(outcome.messages, policy, request=request)
+    again = sanitize_chat(outcome.messages, policy, request=request)
     assert again.findings == (), "not idempotent"
     ours = [(f.rule, f.path) for f in outcome.findings if f.rule in PAIRING_AND_SEQUENCE]
     return ours, outcome.messages

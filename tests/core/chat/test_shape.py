@@ -17,7 +17,8 @@ from proxy.core.chat.messages import History
 from proxy.core.chat.rules import arguments as argument_rules
 from proxy.core.chat.rules import calls as call_rules
 from proxy.core.chat.rules import shape
-from proxy.core.policy import Policy, apply_policy, build_policy
+from proxy.core.policy import Policy, build_policy
+from tests.factories import sanitize_chat
 
 NAMES = [
     "tool_call_shape",
@@ -63,7 +64,7 @@ def test_repairs_copy_only_what_they_change() -> None:
         {"role": "tool", "tool_call_id": "call_b", "content": "b"},
     ]
     snapshot = copy.deepcopy(messages)
-    outcome = apply_policy(messages, _only_shape("openai"))
+    outcome = sanitize_chat(messages, _only_shape("openai"))
     assert messages == snapshot
     assert outcome.messages[0] is untouched
     assert outcome.messages[2] is messages[2]
@@ -79,8 +80,8 @@ def test_minted_ids_are_deterministic_and_distinct_per_position() -> None:
         {"role": "tool", "content": "a"},
         {"role": "tool", "content": "b"},
     ]
-    first = apply_policy(messages, _only_shape("openai")).messages
-    second = apply_policy(copy.deepcopy(messages), _only_shape("openai")).messages
+    first = sanitize_chat(messages, _only_shape("openai")).messages
+    second = sanitize_chat(copy.deepcopy(messages), _only_shape("openai")).messages
     assert first == second
     ids = [c["id"] for c in first[1]["tool_calls"]]
     assert len(set(ids)) == 2
@@ -95,7 +96,7 @@ def test_results_that_name_a_call_are_not_rebound() -> None:
         {"role": "user", "content": "next"},
         {"role": "tool", "content": "late"},
     ]
-    outcome = apply_policy(messages, _only_shape("openai"))
+    outcome = sanitize_chat(messages, _only_shape("openai"))
     assert outcome.messages[1] is messages[1]
     assert outcome.messages[3] is messages[3]
     assert [f.path for f in outcome.findings] == ["messages[0].tool_calls[0].id"]
@@ -106,13 +107,13 @@ def test_fatal_and_fixable_calls_in_one_message() -> None:
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None, "tool_calls": [{**_call(), "index": 0}, 7]},
     ]
-    rejected = apply_policy(messages, _only_shape("openai"))
+    rejected = sanitize_chat(messages, _only_shape("openai"))
     assert rejected.rejected
     assert [(f.action, f.path) for f in rejected.findings] == [
         ("fix", "messages[1].tool_calls[0].index"),
         ("reject", "messages[1].tool_calls[1]"),
     ]
-    warned = apply_policy(messages, _only_shape("openai", "warn"))
+    warned = sanitize_chat(messages, _only_shape("openai", "warn"))
     assert not warned.rejected
     assert {f.action for f in warned.findings} == {"warn"}
     assert warned.messages is messages
@@ -126,7 +127,7 @@ def test_text_parts_are_no_finding_for_openai_dialect(policy: str) -> None:
         {"role": "assistant", "content": None, "tool_calls": [_call()]},
         {"role": "tool", "tool_call_id": "call_a", "content": parts},
     ]
-    outcome = apply_policy(messages, build_policy(policy))
+    outcome = sanitize_chat(messages, build_policy(policy))
     assert [f for f in outcome.findings if f.rule in NAMES] == []
 
 
@@ -139,7 +140,7 @@ def test_arguments_beyond_orjson_limits_still_stringify() -> None:
         {"role": "assistant", "content": None, "tool_calls": [_call("call_b", arguments=2**70)]},
     ]
     policy = build_policy("passthrough", overrides={"arguments_not_string": "stringify"})
-    out = apply_policy(messages, policy).messages
+    out = sanitize_chat(messages, policy).messages
     assert out[0]["tool_calls"][0]["function"]["arguments"] == "[" * 301 + "]" * 301
     assert out[1]["tool_calls"][0]["function"]["arguments"] == str(2**70)
 
@@ -147,7 +148,7 @@ def test_arguments_beyond_orjson_limits_still_stringify() -> None:
 def test_wrap_keeps_the_original_text() -> None:
     broken = '{"path": "é", "text": "unterminated'
     messages = [{"role": "assistant", "content": "", "tool_calls": [_call(arguments=broken)]}]
-    out = apply_policy(messages, _only_shape("gemini")).messages
+    out = sanitize_chat(messages, _only_shape("gemini")).messages
     wrapped = orjson.loads(out[0]["tool_calls"][0]["function"]["arguments"])
     assert wrapped == {"raw_arguments": broken}
 
@@ -206,9 +207,9 @@ def test_any_shape_never_raises_and_repairs_are_idempotent(
 ) -> None:
     snapshot = copy.deepcopy(history)
     policy = _only_shape(dialect)
-    outcome = apply_policy(history, policy)
-    assert history == snapshot, "apply_policy mutated its input"
-    apply_policy(history, _only_shape(dialect, "warn"))
+    outcome = sanitize_chat(history, policy)
+    assert history == snapshot, "the engine mutated its input"
+    sanitize_chat(history, _only_shape(dialect, "warn"))
     if not outcome.rejected:
-        again = apply_policy(outcome.messages, policy)
+        again = sanitize_chat(outcome.messages, policy)
         assert again.findings == (), [f.as_dict() for f in again.findings]

@@ -1,5 +1,5 @@
 """Golden cases: every file in tests/cases/messages/ is a list of cases run through
-sanitize_messages.
+sanitize_body(MESSAGES, …).
 
 A case: {"id", "policy" (a preset name), "overrides" (optional), "request" (the body without
 ``messages``), "messages", "findings" ([{"rule", "action", "path"}], in order), "output" (the
@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
+from proxy.core.forward import forwarded_body
 from proxy.core.messages.rules import RULES
-from proxy.core.messages.sanitize import sanitize_messages
 from proxy.core.policy import DIALECTS, build_policy
+from proxy.core.wire import MESSAGES, sanitize_body
 from proxy.emulator.messages_validate import validate_messages
 
 CASES_DIR = Path(__file__).parents[2] / "cases" / "messages"
@@ -37,10 +38,10 @@ def test_golden(case: dict[str, Any]) -> None:
     policy = build_policy(case["policy"], overrides=case.get("overrides"))
     body = {**case["request"], "messages": case["messages"]}
     original = copy.deepcopy(body)
-    outcome = sanitize_messages(body, body["messages"], policy)
+    outcome = sanitize_body(MESSAGES, body, policy)
     got = [{"rule": f.rule, "action": f.action, "path": f.path} for f in outcome.findings]
     assert got == case["findings"]
-    assert body == original, "sanitize_messages mutated its input"
+    assert body == original, "sanitize_body mutated its input"
     if case["output"] is None:
         assert outcome.rejected
         return
@@ -51,8 +52,8 @@ def test_golden(case: dict[str, Any]) -> None:
     if not got:
         assert outcome.messages is body["messages"]
         assert not outcome.changed
-    fixed = outcome.forwarded(body, "messages")
-    again = sanitize_messages(fixed, fixed["messages"], policy)
+    fixed = forwarded_body(MESSAGES, body, outcome)
+    again = sanitize_body(MESSAGES, fixed, policy)
     assert again.findings == (), "sanitizing twice must find nothing the second time"
     if case["policy"] in EMULATED and "thread" not in body:  # a thread's held part: not here
         rejection = validate_messages(case["policy"], fixed)

@@ -8,8 +8,8 @@ import pytest
 
 from proxy.core.history import MalformedHistory
 from proxy.core.messages.items import Messages, messages_of
-from proxy.core.messages.sanitize import sanitize_messages
 from proxy.core.policy import build_policy
+from proxy.core.wire import MESSAGES, sanitize_body
 
 USER = {"role": "user", "content": "Hi"}
 BODY = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [USER]}
@@ -72,7 +72,7 @@ def test_paths_name_the_original_place() -> None:
 
 
 def test_a_clean_request_is_the_same_list() -> None:
-    outcome = sanitize_messages(BODY, BODY["messages"], build_policy("anthropic"))
+    outcome = sanitize_body(MESSAGES, BODY, build_policy("anthropic"))
     assert outcome.messages is BODY["messages"]
     assert outcome.status == "clean"
     assert outcome.fields == {}

@@ -21,8 +21,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from proxy.core.messages.sanitize import sanitize_messages
+from proxy.core.forward import forwarded_body
 from proxy.core.policy import build_policy
+from proxy.core.wire import MESSAGES, sanitize_body
 from proxy.emulator.messages_validate import validate_messages
 
 Body = dict[str, Any]
@@ -120,7 +121,7 @@ def valid_bodies(draw: st.DrawFn, provider: str) -> Body:
 def test_valid_client_histories_are_clean(provider: str, data: st.DataObject) -> None:
     body = data.draw(valid_bodies(provider))
     assume(validate_messages(provider, body) is None)
-    outcome = sanitize_messages(body, body["messages"], POLICIES[provider])
+    outcome = sanitize_body(MESSAGES, body, POLICIES[provider])
     assert outcome.findings == (), [f.as_dict() for f in outcome.findings]
     assert outcome.messages is body["messages"]
     assert not outcome.changed
@@ -233,15 +234,15 @@ def test_broken_histories_come_out_valid_idempotent_and_whole(
     broken = _break(body, data.draw(st.sampled_from(list(BREAKS))), data.draw(st.integers(0, 3)))
     snapshot = copy.deepcopy(broken)
     policy = POLICIES[provider]
-    outcome = sanitize_messages(broken, broken["messages"], policy)
-    assert broken == snapshot, "sanitize_messages mutated its input"
+    outcome = sanitize_body(MESSAGES, broken, policy)
+    assert broken == snapshot, "sanitize_body mutated its input"
     assert not outcome.rejected, [f.as_dict() for f in outcome.findings]
     if validate_messages(provider, broken) is not None:
         assert outcome.changed, "the emulator refuses what the sanitizer forwards unchanged"
-    fixed = outcome.forwarded(broken, "messages")
+    fixed = forwarded_body(MESSAGES, broken, outcome)
     rejection = validate_messages(provider, fixed)
     assert rejection is None, (rejection.body, fixed["messages"])
-    again = sanitize_messages(fixed, fixed["messages"], policy)
+    again = sanitize_body(MESSAGES, fixed, policy)
     assert again.findings == (), [f.as_dict() for f in again.findings]
     sent = json.dumps(fixed, ensure_ascii=False)
     for text in _said(broken):

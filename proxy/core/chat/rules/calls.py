@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from proxy.core.chat.messages import History, Message, call_id, stable_id
+from proxy.core.chat.messages import History, Message, call_id, stable_id, tool_calls_of
 from proxy.core.chat.rules import views
 from proxy.core.providers import provider_of
 from proxy.core.rule import Hit, Params, rule
@@ -103,18 +103,40 @@ def _call_hits(
 def _shape_hits(history: History, i: int, calls: list[Any], strip_index: bool) -> list[Hit]:
     hits: list[Hit] = []
     minted: list[str] = []
+    adopted = _adopted_id(history.messages, i, calls)
     for j, call in enumerate(calls):
         fatal = _fatal(call, j)
         if fatal is not None:
             hits.append(Hit(i, *fatal, fatal=True))
             continue
-        new_id = None if call_id(call) else _new_id(history.origin(i), j)
-        if new_id is not None:
+        new_id = None if call_id(call) else adopted or _new_id(history.origin(i), j)
+        if new_id is not None and new_id != adopted:
             minted.append(new_id)
         hits.extend(_call_hits(i, j, call, new_id, strip_index))
     if minted:
         hits.extend(_bind_results(history.messages, i, minted))
     return hits
+
+
+def _adopted_id(messages: list[Message], i: int, calls: list[Any]) -> str | None:
+    """The id of the tool result right after message ``i`` when ``i`` has exactly one call
+    without an id, that result is the only one there, and it answers no call of the history:
+    it can only be that call's (LiteLLM's Ollama transform drops call ids, onyx-dot-app/onyx
+    #8522; Ollama's Mistral path then refuses ``Unexpected tool call id b87624841 in tool
+    results``, MI9). None when the pairing is not that plain."""
+    if sum(1 for call in calls if not call_id(call)) != 1:
+        return None
+    roles = [m["role"] for m in messages[i + 1 : i + 3]]  # the one result, and what follows it
+    if roles[:1] != ["tool"] or roles[1:] == ["tool"]:
+        return None
+    named = messages[i + 1].get("tool_call_id")
+    if type(named) is not str or not named:
+        return None
+    answered = (c for m in messages if m["role"] == "assistant" for c in tool_calls_of(m))
+    if any(call_id(call) == named for call in answered):
+        return None
+    results = sum(1 for m in messages if m["role"] == "tool" and m.get("tool_call_id") == named)
+    return named if results == 1 else None
 
 
 def _bind_results(messages: list[Message], i: int, minted: list[str]) -> list[Hit]:
@@ -150,10 +172,11 @@ def tool_call_shape(history: History, params: Params) -> list[Hit]:
     ``index`` is a hit only where the upstream's record refuses unknown call keys (OpenAI,
     Groq): DeepSeek's serde and Gemini ignore it. The ``fix`` repair adds ``type: "function"``,
     mints a stable id from the message's position and the call's (binding, in order, the tool
-    messages right after it that name no call), and strips ``index``. A call that is not an
-    object, has no ``function`` object or no name cannot be repaired (OpenAI: ``Invalid
-    'messages[69].tool_calls[0].function.name': empty string.``): it is rejected, as is a
-    ``tool_calls`` that is not an array.
+    messages right after it that name no call), and strips ``index``; a message's only id-less
+    call followed by exactly one unanswered result takes that result's id instead (issue 32).
+    A call that is not an object, has no ``function`` object or no name cannot be repaired
+    (OpenAI: ``Invalid 'messages[69].tool_calls[0].function.name': empty string.``): it is
+    rejected, as is a ``tool_calls`` that is not an array.
     """
     strip_index = _refuses_index(params)
     if _all_well_formed(history, strip_index):
@@ -172,11 +195,13 @@ def tool_call_shape(history: History, params: Params) -> list[Hit]:
     return hits
 
 
-def _fixed_call(call: Any, origin: int | None, j: int, strip_index: bool) -> Any:
+def _fixed_call(
+    call: Any, origin: int | None, j: int, strip_index: bool, adopted: str | None
+) -> Any:
     if _well_formed([call], strip_index) or _fatal(call, j) is not None:
         return call
     fixed = {
-        "id": call["id"] if call_id(call) else _new_id(origin, j),
+        "id": call["id"] if call_id(call) else adopted or _new_id(origin, j),
         "type": call["type"] if type(call.get("type")) is str else "function",
     }
     dropped = ("id", "type", "index") if strip_index else ("id", "type")
@@ -195,9 +220,9 @@ def _fix_shape(history: History, hits: Sequence[Hit], params: Params) -> History
         if message["role"] == "tool":
             changes[hit.index] = {**message, "tool_call_id": hit.data}
         else:
-            origin = history.origin(hit.index)
-            calls = message["tool_calls"]
-            calls = [_fixed_call(c, origin, j, strip_index) for j, c in enumerate(calls)]
+            origin, calls = history.origin(hit.index), message["tool_calls"]
+            adopted = _adopted_id(history.messages, hit.index, calls)
+            calls = [_fixed_call(c, origin, j, strip_index, adopted) for j, c in enumerate(calls)]
             changes[hit.index] = {**message, "tool_calls": calls}
     return history.replace(changes)
 

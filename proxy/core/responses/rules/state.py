@@ -44,10 +44,13 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
     set to false. …`` (responses-api.md R6; vercel/ai#7543, opencode#7724): a reasoning item
     with an ``id`` but no ``encrypted_content`` (only its id can carry it), and any
     ``item_reference``. The ``drop`` repair drops such reasoning items (the model cannot read
-    them anyway: without ``encrypted_content`` they hold no state) and references to reasoning
+    them anyway: without ``encrypted_content`` they hold no state), references to reasoning
     items (an ``rs_`` id: reasoning is never replayable by the client, so dropping it loses
-    nothing the client could send; issue 22); any other ``item_reference`` has nothing to send
-    inline, so it is rejected.
+    nothing the client could send; issue 22) and references to function calls (an ``fc_`` id,
+    ``Item with id 'fc_…' not found``, R6b: the call's output, if sent, is then an output whose
+    call is missing, which ``responses_orphan_output`` handles as R2; issue 32). Any other
+    ``item_reference`` (a message's) stands for content the client meant to send and nothing
+    can resolve it: the request is rejected.
     """
     if history.request.get("store") is not False:
         return []
@@ -57,7 +60,7 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
         item, k = items[i], history.kinds[i]
         if k == "item_reference":
             detail = f"item_reference {item.get('id')!r} cannot be resolved: store is false"
-            hits.append(Hit(i, ".id", detail, fatal=not _reasoning_ref(item)))
+            hits.append(Hit(i, ".id", detail, fatal=not _droppable_ref(item)))
         elif k == "reasoning" and item_id(item) and not item.get("encrypted_content"):
             detail = f"reasoning {item['id']!r} has no encrypted_content and store is false"
             hits.append(Hit(i, ".id", detail))
@@ -67,10 +70,15 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
 _LOOKED_UP = frozenset({"item_reference", "reasoning"})
 
 
-def _reasoning_ref(item: Item) -> bool:
-    """An ``item_reference`` to a reasoning item (its id begins with ``rs_``, R10)."""
+#: The id prefixes (R10) of items a reference may stand for and the repair may drop: reasoning
+#: and function calls.
+_DROPPABLE = ("rs_", "fc_")
+
+
+def _droppable_ref(item: Item) -> bool:
+    """An ``item_reference`` to a reasoning item or a function call (by its id's prefix)."""
     value = item.get("id")
-    return type(value) is str and value.startswith("rs_")
+    return type(value) is str and value.startswith(_DROPPABLE)
 
 
 @responses_store_false.repair("drop")
