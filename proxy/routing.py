@@ -83,6 +83,7 @@ class Router:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._names = frozenset(settings.upstreams)
+        self._names_in_order = tuple(settings.upstreams)
         self._max_model = settings.server.max_model_length
         self._by_model: dict[str, str | None] = {}
         dialects: dict[str, list[str]] = {}
@@ -101,10 +102,13 @@ class Router:
             status=404,
         )
 
-    def pick(self, header: str | None, model: Any, endpoint: str = "") -> str:
+    def pick(
+        self, header: str | None, model: Any, endpoint: str = "", base_key: str = "base_url"
+    ) -> str:
         """The upstream named by the header, else the one upstream whose dialect is the kind
         of ``endpoint`` the path's shape says (a Vertex or Code Assist path), else matched by
-        ``model``, else the default."""
+        ``model``, else the default. A request that names no model (Gemini's model listing)
+        and whose default serves no ``base_key`` goes to the first upstream that does."""
         if header is None and endpoint in self._by_dialect:
             return self._by_dialect[endpoint]
         if header is not None:
@@ -116,6 +120,8 @@ class Router:
             )
         check_model(model, self._max_model)
         name = self._model_upstream(model)
+        if model is None and name is not None and self._serves(name, base_key) is None:
+            name = next((n for n in self._names_in_order if self._serves(n, base_key)), name)
         if name is None:
             shown = clipped(model) if type(model) is str else model
             raise UnknownUpstream(
@@ -123,6 +129,10 @@ class Router:
                 "/<upstream>/v1/… or the x-toolcall-guard-upstream header."
             )
         return name
+
+    def _serves(self, upstream: str, key: str) -> str | None:
+        base: str | None = getattr(self._settings.upstreams[upstream], key)
+        return base
 
     def base_url(self, upstream: str, key: str = "base_url", api: str = "") -> str:
         """The base URL of ``upstream`` its setting ``key`` names (``anthropic_base_url`` for

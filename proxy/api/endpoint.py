@@ -115,7 +115,8 @@ class ProxyEndpoint:
             elif upstream is None:
                 header = state.upstream_name()  # the body is parsed only when it must be
                 model = _model(route, body) if header is None else None
-                upstream = self.router.pick(header, model, route.endpoint if route else "")
+                endpoint, base_key = (route.endpoint if route else ""), _base(unit)[0]
+                upstream = self.router.pick(header, model, endpoint, base_key)
             state.routed(upstream)
             base = self.router.base_url(upstream, *_base(unit))
             await self._forward(state, upstream, base + path, body, wire)

@@ -58,8 +58,9 @@ class Retry:
         state.refused(attempt, response.status, text, key)
         plan = None
         if complete and attempt.known and state.api is not None and state.policy is not None:
+            error, model = attempt.error or "", state.log.model or ""
             plan = plan_retry(
-                state.api, attempt.forwarded, response.status, attempt.error or "", state.policy
+                state.api, attempt.forwarded, response.status, error, state.policy, model=model
             )
         if plan is None:
             return replayed, None

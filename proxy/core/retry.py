@@ -77,10 +77,12 @@ def plan_retry(
     policy: Policy,
     *,
     pinned: Collection[str] | None = None,
+    model: str = "",
 ) -> RetryPlan | None:
     """The retry for ``body`` (the request as sent) that ``status``/``text`` refused, or None.
 
-    ``pinned`` names the rules the user set in a policy override (default: ``policy.pinned``
+    ``model``: the model the request path names (Gemini's native API), ``""`` where the body
+    names it. ``pinned`` names the rules the user set in a policy override (default: ``policy.pinned``
     when the policy has it); of those, the ones set to ``off`` or ``reject`` are never applied.
     The returned body never equals ``body``; planning again on it finds nothing to do.
     """
@@ -92,7 +94,7 @@ def plan_retry(
         return None
     if found.signature.strip:
         return _plan_strip(body, found)
-    return _plan_rule(wire, body, found, policy)
+    return _plan_rule(wire, body, found, policy, model)
 
 
 def unsafe_to_repeat(body: Mapping[str, Any]) -> bool:
@@ -126,12 +128,14 @@ def _refused_by_user(rule: str, policy: Policy, pinned: Collection[str] | None) 
 # --- a rule's repair at the named place ---------------------------------------------------------
 
 
-def _plan_rule(wire: Wire, body: dict[str, Any], found: Match, policy: Policy) -> RetryPlan | None:
+def _plan_rule(
+    wire: Wire, body: dict[str, Any], found: Match, policy: Policy, model: str
+) -> RetryPlan | None:
     rule = ALL_RULES.get(found.rule or "")
     if rule is None or rule.api != wire.name:
         return None
     try:
-        history = wire.history(body)
+        history = wire.history(body, model)
     except MalformedHistory:
         return None
     setting = policy.settings.get(rule.name)
