@@ -69,8 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--api",
-        help="the wire API the body is for: chat, responses, messages or gemini (default: recognised "
-        "by its shape; a bare messages array without chat or Anthropic signs is read as chat)",
+        help="the wire API the body is for: chat, responses, messages or gemini (default: "
+        "recognised by its shape; a bare messages array without chat or Anthropic signs is read "
+        "as chat)",
     )
     check.add_argument("--config", help="TOML config file")
     check.add_argument("--fix", action="store_true", help="print the repaired body")

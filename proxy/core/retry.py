@@ -82,8 +82,9 @@ def plan_retry(
     """The retry for ``body`` (the request as sent) that ``status``/``text`` refused, or None.
 
     ``model``: the model the request path names (Gemini's native API), ``""`` where the body
-    names it. ``pinned`` names the rules the user set in a policy override (default: ``policy.pinned``
-    when the policy has it); of those, the ones set to ``off`` or ``reject`` are never applied.
+    names it. ``pinned`` names the rules the user set in a policy override (default:
+    ``policy.pinned`` when the policy has it); of those, the ones set to ``off`` or ``reject``
+    are never applied.
     The returned body never equals ``body``; planning again on it finds nothing to do.
     """
     wire = WIRES.get(api)
