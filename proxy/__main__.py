@@ -18,8 +18,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolcall-guard",
         description="Keep tool-calling histories valid in front of LLM providers, on chat "
-        "completions, the Responses API and the Anthropic Messages API (POST "
-        "/v1/chat/completions, /v1/responses, /v1/messages).",
+        "completions, the Responses API, the Anthropic Messages API and Gemini's native API (POST "
+        "/v1/chat/completions, /v1/responses, /v1/messages, /{version}/models/{model}"
+        ":generateContent).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)

@@ -143,8 +143,8 @@ def banner(settings: Settings, urls: dict[str, str], out: TextIO) -> None:
         lines.append(f"  proxy      {base}        (set ANTHROPIC_BASE_URL to this: Claude Code)")
     if any(name in GEMINI_NATIVE for name in urls):
         lines.append(
-            f"  proxy      GOOGLE_GEMINI_BASE_URL={base}  (gemini-cli, the GenAI SDKs: "
-            "Gemini's native API)"
+            f"  proxy      {base}        (set GOOGLE_GEMINI_BASE_URL to this: gemini-cli, the "
+            "GenAI SDKs)"
         )
     for name, url in urls.items():
         globs = ", ".join(settings.upstreams[name].models)

@@ -129,6 +129,7 @@ def test_the_banner_names_the_variables_the_snippets_read(served: tuple[str, str
     assert banner_environment(banner) == {
         "OPENAI_BASE_URL": f"{url}/v1",
         "ANTHROPIC_BASE_URL": url,
+        "GOOGLE_GEMINI_BASE_URL": url,
     }
 
 
