@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
+from proxy.core import recognise
 from proxy.core.chat.messages import History, messages_of
 from proxy.core.forward import found_at
 from proxy.core.gemini.items import Contents, history_location
@@ -155,51 +156,13 @@ def _type_or_role(item: Any) -> str | None:
     return _role(item) or (kind if type(kind) is str else None)
 
 
-#: Chat-only signs: roles and fields no other API's messages carry.
-_CHAT_ROLES = frozenset({"system", "developer", "tool", "function"})
-_CHAT_FIELDS = ("tool_calls", "tool_call_id", "function_call")
-
-
-def _is_chat(body: Any) -> bool:
-    if type(body) is not dict or "system" in body or type(body.get("messages")) is not list:
-        return False
-    return any(
-        type(m) is dict and (m.get("role") in _CHAT_ROLES or any(k in m for k in _CHAT_FIELDS))
-        for m in body["messages"]
-    )
-
-
-def _is_responses(body: Any) -> bool:
-    return type(body) is dict and "input" in body and "messages" not in body
-
-
-#: Content blocks only Anthropic Messages has (anthropic-messages.md §1).
-_ANTHROPIC_BLOCKS = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document"}
-)
-
-
-def _is_messages(body: Any) -> bool:
-    """A top-level ``system`` (chat keeps it in a message), or an Anthropic-only block."""
-    if type(body) is not dict or type(body.get("messages")) is not list:
-        return False
-    if "system" in body:
-        return True
-    return any(
-        type(block) is dict and block.get("type") in _ANTHROPIC_BLOCKS
-        for message in body["messages"]
-        if type(message) is dict and type(message.get("content")) is list
-        for block in message["content"]
-    )
-
-
 CHAT = Wire(
     name="chat",
     path="/chat/completions",
     history_key="messages",
     history=_chat_history,
     kind=_role,
-    recognises=_is_chat,
+    recognises=recognise.is_chat,
     id_keys=("id", "tool_call_id"),
     skeleton_keys=("tool_calls", "function", "function_call"),
 )
@@ -212,7 +175,7 @@ RESPONSES = Wire(
     view=responses_view,
     noun="items",
     kind=_type_or_role,
-    recognises=_is_responses,
+    recognises=recognise.is_responses,
     id_keys=("id", "call_id", "approval_request_id"),
 )
 
@@ -223,7 +186,7 @@ MESSAGES = Wire(
     history=_messages_history,
     view=messages_view,
     kind=_role,
-    recognises=_is_messages,
+    recognises=recognise.is_messages,
     error_shape="anthropic",
     key_header="x-api-key",
     subpaths=True,
@@ -239,21 +202,13 @@ def _gemini_route(rest: str) -> Route | None:
     return Route(found.checked, found.model, found.streams, found.endpoint)
 
 
-def _is_gemini(body: Any) -> bool:
-    """``contents`` (or Code Assist's ``request.contents``): no other API has it."""
-    if type(body) is not dict:
-        return False
-    inner = body.get("request")
-    return "contents" in body or (type(inner) is dict and "contents" in inner)
-
-
 GEMINI = Wire(
     name="gemini",
     path="/models",  # AI Studio's; every native shape is matched by ``split``
     history_key="contents",
     history=Contents.of,
     kind=_role,
-    recognises=_is_gemini,
+    recognises=recognise.is_gemini,
     error_shape="google",
     key_header="x-goog-api-key",
     skeleton_keys=("parts", "functionCall", "functionResponse", "function_call"),
