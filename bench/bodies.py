@@ -13,6 +13,7 @@ import orjson
 from bench.sanitize import clean_history
 from proxy.core.policy import build_policy
 from proxy.core.wire import CHAT as WIRE_CHAT
+from proxy.core.wire import GEMINI as WIRE_GEMINI
 from proxy.core.wire import MESSAGES as WIRE_MESSAGES
 from proxy.core.wire import sanitize_body
 
@@ -24,6 +25,9 @@ RESPONSES = "/v1/responses"
 #: the floors answer any path ending in /messages.
 MESSAGES = "/anthropic/v1/messages"
 CLAUDE = "claude-sonnet-4-5"
+#: By path prefix to the bench proxy's gemini upstream (Gemini's native API, the version in
+#: the path); the fake upstream answers any path ending in :generateContent.
+GEMINI = "/gemini/v1beta/models/gemini-2.5-flash:generateContent"
 
 
 def small() -> list[Message]:
@@ -154,6 +158,45 @@ def messages_broken() -> tuple[str, list[Message]]:
     return system, out
 
 
+def contents(messages: list[Message]) -> tuple[str, list[Message]]:
+    """Chat messages as a Gemini-native history: the system prompt on its own, assistant text
+    and ``functionCall`` parts in ``model`` contents, each run of tool results one ``user``
+    content of ``functionResponse`` parts, with ids as gemini-cli sends them
+    (gemini-native.md §1.2, §4)."""
+    system, out, names = "", [], {}
+    for m in messages:
+        if m["role"] == "system":
+            system = m["content"]
+        elif m["role"] == "tool":
+            answer = {"id": m["tool_call_id"], "name": names[m["tool_call_id"]]}
+            part = {"functionResponse": {**answer, "response": {"output": m["content"]}}}
+            if out and out[-1]["role"] == "user" and "functionResponse" in out[-1]["parts"][0]:
+                out[-1]["parts"].append(part)
+            else:
+                out.append({"role": "user", "parts": [part]})
+        elif m["role"] == "assistant":
+            parts = [{"text": m["content"]}] if m.get("content") else []
+            for call in m.get("tool_calls", ()):
+                fn = call["function"]
+                names[call["id"]] = fn["name"]
+                args = orjson.loads(fn["arguments"])
+                parts.append({"functionCall": {"id": call["id"], "name": fn["name"], "args": args}})
+            out.append({"role": "model", "parts": parts})
+        else:
+            out.append({"role": "user", "parts": [{"text": m["content"]}]})
+    return system, out
+
+
+def gemini_broken() -> tuple[str, list[Message]]:
+    """The Gemini history with the break gemini-cli sessions get stuck on (N1): responses lost
+    after an interrupt, a call turn left with fewer responses than calls."""
+    system, out = contents(history())
+    responses = [c for c in out if "functionResponse" in c["parts"][0]]
+    for content in responses[2::10]:
+        del content["parts"][-1]
+    return system, out
+
+
 #: kind -> (path, messages or items, the outcome toolcall-guard should report)
 KINDS: dict[str, tuple[str, Any, str]] = {
     "small": (CHAT, small, "clean"),
@@ -163,6 +206,8 @@ KINDS: dict[str, tuple[str, Any, str]] = {
     "responses-broken": (RESPONSES, responses_broken, "repaired"),
     "messages": (MESSAGES, lambda: blocks(history()), "clean"),
     "messages-broken": (MESSAGES, messages_broken, "repaired"),
+    "gemini": (GEMINI, lambda: contents(history()), "clean"),
+    "gemini-broken": (GEMINI, gemini_broken, "repaired"),
 }
 
 
@@ -180,6 +225,12 @@ def body(kind: str, *, stream: bool) -> bytes:
     history_ = make()
     if where == RESPONSES:
         data: dict[str, Any] = {"model": MODEL, "input": history_, "store": False}
+    elif where == GEMINI:
+        system, history_ = history_
+        data = {"systemInstruction": {"parts": [{"text": system}]}, "contents": history_}
+        outcome_ = sanitize_body(WIRE_GEMINI, data, build_policy("gemini")).status
+        _expect(kind, outcome_, outcome)
+        return orjson.dumps(data)  # the path says whether it streams
     elif where == MESSAGES:
         system, messages = history_
         data = {"model": CLAUDE, "max_tokens": 1024, "system": system, "messages": messages}

@@ -60,14 +60,14 @@ class Scenario:
 CONCURRENCIES = (1, 10, 32)
 #: The four scenarios of the issue's targets (issue 17), in the order the report shows them.
 CHAT_BODIES = [("small", False), ("small", True), ("history", False), ("history", True)]
-OTHER_APIS = [("responses", False), ("messages", False)]
+OTHER_APIS = [("responses", False), ("messages", False), ("gemini", False)]
 CLEAN = [Scenario(k, s, c) for k, s in [*CHAT_BODIES, *OTHER_APIS] for c in CONCURRENCIES]
 #: Run after everything else on the shared processes: every repaired request leaves a record
 #: (both bodies), queued in toolcall-guard until written (kept in RAM with ``--repair-log
 #: memory://``), which would otherwise weigh on its RSS figures.
 BROKEN = [
     Scenario(k, False, c)
-    for k in ("broken", "responses-broken", "messages-broken")
+    for k in ("broken", "responses-broken", "messages-broken", "gemini-broken")
     for c in CONCURRENCIES
 ]
 SCENARIOS = CLEAN + BROKEN

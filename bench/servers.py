@@ -154,6 +154,9 @@ def _serve_guard(port: int, upstream: str, repair_log: str, requests_log: str) -
         base = upstream + "/v1"
         anthropic = {"base_url": base, "anthropic_base_url": upstream + "/anthropic/v1"}
         upstreams = {"anthropic": {**anthropic, "policy": "anthropic"}, **upstreams}
+    if "gemini_base_url" in UpstreamSettings.model_fields:  # likewise
+        gemini = {"gemini_base_url": upstream + "/gemini", "policy": "gemini"}
+        upstreams = {"gemini": gemini, **upstreams}
     settings = load_settings(
         server={"host": "127.0.0.1", "port": port, "log_format": "json"},
         upstreams=upstreams,

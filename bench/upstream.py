@@ -53,6 +53,13 @@ MESSAGE_DELTA = (
     b'"delta":{"type":"text_delta","text":"token "}}\n\n'
 )
 MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+GENERATED = (
+    b'{"candidates":[{"content":{"parts":[{"text":"The answer is 42."}],"role":"model"},'
+    b'"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":12,'
+    b'"candidatesTokenCount":6,"totalTokenCount":18},"modelVersion":"bench"}'
+)
+GENERATED_CHUNK = b'data: {"candidates":[{"content":{"parts":[{"text":"token "}]}}]}\r\n\r\n'
+GENERATED_LAST = b'data: {"candidates":[{"finishReason":"STOP"}]}\r\n\r\n'
 
 
 def _json_headers(body: bytes) -> list[tuple[bytes, bytes]]:
@@ -64,8 +71,9 @@ _ANSWERS = {
     "completions": (COMPLETION, CHUNK, DONE),
     "responses": (RESPONSE, RESPONSE_DELTA, RESPONSE_DONE),
     "messages": (MESSAGE, MESSAGE_DELTA, MESSAGE_STOP),
+    "generateContent": (GENERATED, GENERATED_CHUNK, GENERATED_LAST),
 }
-_HEADERS = {body: _json_headers(body) for body in (COMPLETION, RESPONSE, MESSAGE)}
+_HEADERS = {body: _json_headers(body) for body in (COMPLETION, RESPONSE, MESSAGE, GENERATED)}
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 
 
@@ -104,12 +112,13 @@ async def _stream(send: Send, events: tuple[bytes, bytes], chunks: int, pace: fl
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
     """The fake provider: ``…/responses`` gets the fixed Responses answer, ``…/messages`` the
-    fixed Anthropic message, every other HTTP request the fixed chat completion."""
+    fixed Anthropic message, ``…:generateContent`` Gemini's, every other HTTP request the fixed
+    chat completion."""
     if scope["type"] == "lifespan":
         await _lifespan(receive, send)
         return
     body = await _drain(receive)
-    last_segment = scope["path"].rpartition("/")[2]
+    last_segment = scope["path"].rpartition("/")[2].rpartition(":")[2]
     answer, chunk, last = _ANSWERS.get(last_segment, _ANSWERS["completions"])
     if _wants_stream(body):
         await _stream(send, (chunk, last), *_stream_shape(scope["headers"]))
