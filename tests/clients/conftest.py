@@ -312,12 +312,27 @@ def mguard(session_messages_guard: Guard) -> Guard:
     return session_messages_guard
 
 
+@pytest.fixture(scope="session")
+def session_gemini_guard(empty_config: Path) -> Iterator[Guard]:
+    """The native Gemini emulators and one proxy in front of them (tests/clients/gemini_guard)."""
+    from tests.clients.gemini_guard import start_gemini_guard
+
+    yield from start_gemini_guard(empty_config)
+
+
+@pytest.fixture
+def gguard(session_gemini_guard: Guard) -> Guard:
+    """The Gemini-native proxy with nothing recorded yet."""
+    session_gemini_guard.reset()
+    return session_gemini_guard
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """On failure, show what each request of the test met at the proxy."""
     report = yield
     funcargs = getattr(item, "funcargs", {})
-    guard = funcargs.get("guard") or funcargs.get("mguard")
+    guard = funcargs.get("guard") or funcargs.get("mguard") or funcargs.get("gguard")
     if report.failed and isinstance(guard, Guard):
         lines = [f"{e.method} {e.path} -> {e.describe()}" for e in guard.tap.exchanges]
         report.sections.append(("proxy exchanges", "\n".join(lines)))

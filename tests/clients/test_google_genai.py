@@ -1,0 +1,160 @@
+"""The ``google-genai`` Python SDK pointed at the proxy's root (``http_options.base_url``, as
+``GOOGLE_GEMINI_BASE_URL``), on Gemini 2.5 and Gemini 3: its own requests (a plain
+``generate_content``, a stream, automatic function calling with a Python function over a
+parallel step and a single one) are ``clean``, reach the strict AI Studio emulator byte for byte
+and their answers come back unchanged; the broken histories clients are known to send (a call
+whose response was lost, a parallel step answered in part: gemini-native.md §4, N1) are
+``repaired`` and answered 200.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.clients.conftest import TIMEOUT, require
+from tests.clients.gemini_guard import CLIENT_KEY, GEMINI_MODELS, GeminiGuard
+
+parametrize_models = pytest.mark.parametrize("model", GEMINI_MODELS, ids=GEMINI_MODELS)
+#: The files the tool reads; the prompt's directives make the emulator call it: config.py and
+#: app.py at once (one parallel step), then notes.txt, then a text (proxy/emulator/
+#: gemini_native_answer.py).
+FILES = {"config.py": "x = 1", "app.py": "import config", "notes.txt": "the answer is 42"}
+LOOP = (
+    "Read config.py and app.py, then notes.txt. "
+    '[[tool_use read_file {"path": "config.py"}]] & [[tool_use read_file {"path": "app.py"}]] '
+    '[[tool_use read_file {"path": "notes.txt"}]]'
+)
+
+#: The same tool loop without a parallel step.
+SEQUENTIAL = (
+    "Read config.py, then notes.txt. "
+    '[[tool_use read_file {"path": "config.py"}]] [[tool_use read_file {"path": "notes.txt"}]]'
+)
+
+
+def read_file(path: str) -> str:
+    """Read a file of the project.
+
+    Args:
+        path: The file's path, relative to the project's root.
+    """
+    return FILES[path]
+
+
+@pytest.fixture
+def client(gguard: GeminiGuard) -> Any:
+    genai = require("google.genai")
+    options = genai.types.HttpOptions(
+        base_url=gguard.url, api_version="v1beta", timeout=int(TIMEOUT * 1000)
+    )
+    return genai.Client(api_key=CLIENT_KEY, http_options=options)
+
+
+def tool_config(types: Any) -> Any:
+    return types.GenerateContentConfig(
+        tools=[read_file], system_instruction="You are a coding agent."
+    )
+
+
+@parametrize_models
+def test_generate_content_is_clean(client: Any, gguard: GeminiGuard, model: str) -> None:
+    answer = client.models.generate_content(model=model, contents="Say hello.")
+    assert answer.text == "Emulated gemini answer to: Say hello."
+    gguard.assert_clean(model)
+    gguard.assert_relayed()
+
+
+@parametrize_models
+def test_stream_is_clean(client: Any, gguard: GeminiGuard, model: str) -> None:
+    stream = client.models.generate_content_stream(model=model, contents="Say hello twice.")
+    chunks = [chunk.text or "" for chunk in stream]
+    assert len(chunks) > 1  # streamed, not buffered into one answer
+    assert "".join(chunks) == "Emulated gemini answer to: Say hello twice."
+    exchange = gguard.assert_clean(model)[0]
+    assert exchange.path.endswith(":streamGenerateContent")
+    gguard.assert_relayed()
+
+
+@parametrize_models
+def test_automatic_function_calling_is_clean(
+    client: Any, gguard: GeminiGuard, model: str
+) -> None:
+    types = require("google.genai.types")
+    answer = client.models.generate_content(model=model, contents=LOOP, config=tool_config(types))
+    assert answer.text == 'The tool returned: {"result": "the answer is 42"}'
+    requests = gguard.assert_clean(model, 3)
+    gguard.assert_relayed()
+    last = requests[-1].body.decode()
+    assert '"x = 1"' in last and '"import config"' in last  # both parallel results went back
+    if model.startswith("gemini-3"):
+        assert last.count("thoughtSignature") == 2  # one per step, echoed as the emulator sent
+
+
+@parametrize_models
+def test_streamed_automatic_function_calling_is_clean(
+    client: Any, gguard: GeminiGuard, model: str
+) -> None:
+    types = require("google.genai.types")
+    stream = client.models.generate_content_stream(
+        model=model, contents=SEQUENTIAL, config=tool_config(types)
+    )
+    text = "".join(chunk.text or "" for chunk in stream)
+    assert text == 'The tool returned: {"result": "the answer is 42"}'
+    gguard.assert_clean(model, 3)
+    gguard.assert_relayed()
+
+
+@parametrize_models
+def test_streamed_parallel_step_is_repaired(
+    client: Any, gguard: GeminiGuard, model: str
+) -> None:
+    """The SDK's streamed AFC keeps each chunk's content as a content of its own
+    (``models.py`` ``generate_content_stream``: ``contents.extend(model_output)``); a parallel
+    step streamed one call per chunk then goes back as two model contents in a row answered
+    by one response turn, which Google refuses (N1/N2): the proxy merges the step."""
+    types = require("google.genai.types")
+    stream = client.models.generate_content_stream(
+        model=model, contents=LOOP, config=tool_config(types)
+    )
+    text = "".join(chunk.text or "" for chunk in stream)
+    assert text == 'The tool returned: {"result": "the answer is 42"}'
+    requests = gguard.assert_outcomes(model, ["clean", "repaired", "repaired"])
+    gguard.assert_relayed()
+    assert b'"role": "model"}, {"parts": [{"functionCall"' in requests[1].body  # split step
+
+
+def _call(name: str, path: str) -> dict[str, Any]:
+    return {"function_call": {"name": name, "args": {"path": path}}}
+
+
+def _response(name: str, output: str) -> dict[str, Any]:
+    return {"function_response": {"name": name, "response": {"result": output}}}
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["lost_response", "partial_parallel"],
+)
+@parametrize_models
+def test_broken_history_is_repaired(
+    client: Any, gguard: GeminiGuard, model: str, case: str
+) -> None:
+    types = require("google.genai.types")
+    ask = {"role": "user", "parts": [{"text": "Read config.py and app.py."}]}
+    calls: list[dict[str, Any]] = [_call("read_file", "config.py"), _call("read_file", "app.py")]
+    if model.startswith("gemini-3"):  # a Gemini 3 step as the SDK keeps it: signed first call
+        calls[0]["thought_signature"] = b"skip_thought_signature_validator"
+    step = {"role": "model", "parts": calls}
+    if case == "lost_response":  # interrupted: the next prompt follows the call turn
+        tail = [{"role": "user", "parts": [{"text": "Never mind; say hello."}]}]
+    else:  # one answer of a parallel step lost
+        tail = [{"role": "user", "parts": [_response("read_file", "x = 1")]}]
+    contents = [types.Content.model_validate(c) for c in (ask, step, *tail)]
+    answer = client.models.generate_content(
+        model=model, contents=contents, config=tool_config(types)
+    )
+    assert answer.candidates[0].content.parts
+    gguard.assert_repaired(model)
+    gguard.assert_relayed()
