@@ -1,0 +1,69 @@
+"""LangChain's ``ChatGoogleGenerativeAI`` (``langchain-google-genai``, Gemini's native API)
+pointed at the proxy's root (``base_url``): a bound tool, one round trip (the ``AIMessage`` as
+LangChain returned it, then a ``ToolMessage``), invoked and streamed, on Gemini 2.5 and Gemini 3
+(LangChain keeps the emulator's signature in the message's metadata and sends it back): every
+request ``clean``, byte for byte, its answer unchanged.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+import pytest
+
+from tests.clients.conftest import require
+from tests.clients.gemini_guard import CLIENT_KEY, GEMINI_MODELS, GeminiGuard
+
+ASK = 'Read config.py. [[tool_use read_file {"path": "config.py"}]]'
+READ_FILE = {
+    "name": "read_file",
+    "description": "Read a file of the project.",
+    "parameters": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    },
+}
+parametrize_models = pytest.mark.parametrize("model", GEMINI_MODELS, ids=GEMINI_MODELS)
+
+
+@pytest.fixture
+def llm(gguard: GeminiGuard, model: str) -> Any:
+    chat = require("langchain_google_genai").ChatGoogleGenerativeAI
+    google = chat(model=model, google_api_key=CLIENT_KEY, base_url=gguard.url, max_retries=0)
+    return google.bind_tools([READ_FILE])
+
+
+def _round_trip(llm: Any, streamed: bool) -> Any:
+    messages = require("langchain_core.messages")
+    history: list[Any] = [
+        messages.SystemMessage("You are a coding agent."),
+        messages.HumanMessage(ASK),
+    ]
+    for _ in range(2):
+        ai = reduce(lambda a, b: a + b, llm.stream(history)) if streamed else llm.invoke(history)
+        history.append(ai)
+        if not ai.tool_calls:
+            return ai
+        for call in ai.tool_calls:
+            history.append(messages.ToolMessage("x = 1", tool_call_id=call["id"]))
+    raise AssertionError(f"the loop did not finish: {history}")
+
+
+@parametrize_models
+def test_tool_round_trip_is_clean(llm: Any, gguard: GeminiGuard, model: str) -> None:
+    final = _round_trip(llm, streamed=False)
+    assert final.text == 'The tool returned: {"output": "x = 1"}'
+    requests = gguard.assert_clean(model, 2)
+    gguard.assert_relayed()
+    assert b"functionResponse" in requests[1].body
+
+
+@parametrize_models
+def test_streamed_tool_round_trip_is_clean(llm: Any, gguard: GeminiGuard, model: str) -> None:
+    final = _round_trip(llm, streamed=True)
+    assert final.text == 'The tool returned: {"output": "x = 1"}'
+    requests = gguard.assert_clean(model, 2)
+    gguard.assert_relayed()
+    assert all(e.path.endswith(":streamGenerateContent") for e in requests)
