@@ -4,7 +4,7 @@
 parallel step and a single one) are ``clean``, reach the strict AI Studio emulator byte for byte
 and their answers come back unchanged; the broken histories clients are known to send (a call
 whose response was lost, a parallel step answered in part: gemini-native.md §4, N1) are
-``repaired`` and answered 200.
+``repaired`` and answered 200. In Vertex mode its Vertex paths reach the Vertex emulator.
 """
 
 from __future__ import annotations
@@ -123,6 +123,31 @@ def test_streamed_parallel_step_is_repaired(
     requests = gguard.assert_outcomes(model, ["clean", "repaired", "repaired"])
     gguard.assert_relayed()
     assert b'"role": "model"}, {"parts": [{"functionCall"' in requests[1].body  # split step
+
+
+@parametrize_models
+def test_vertex_automatic_function_calling_is_clean(gguard: GeminiGuard, model: str) -> None:
+    """The SDK in Vertex mode (an OAuth token, a project and a location) sends Vertex's paths,
+    which the proxy routes by their shape to the ``vertex`` upstream; the token passes through."""
+    genai = require("google.genai")
+    credentials = require("google.oauth2.credentials").Credentials(token=CLIENT_KEY)
+    options = genai.types.HttpOptions(base_url=gguard.url, timeout=int(TIMEOUT * 1000))
+    client = genai.Client(
+        vertexai=True,
+        project="offline",
+        location="us-central1",
+        credentials=credentials,
+        http_options=options,
+    )
+    config = tool_config(genai.types)
+    answer = client.models.generate_content(model=model, contents=LOOP, config=config)
+    assert answer.text == 'The tool returned: {"result": "the answer is 42"}'
+    requests = gguard.assert_clean(model, 3)  # each attempt found at the Vertex emulator
+    gguard.assert_relayed()
+    resource = "/projects/offline/locations/us-central1/publishers/google/models/"
+    assert all(resource in e.path for e in requests)
+    received = gguard.upstreams["vertex"].received
+    assert {r.headers.get("authorization") for r in received} == {f"Bearer {CLIENT_KEY}"}
 
 
 def _call(name: str, path: str) -> dict[str, Any]:
