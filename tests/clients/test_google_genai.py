@@ -155,28 +155,46 @@ def _response(name: str, output: str) -> dict[str, Any]:
     return {"function_response": {"name": name, "response": {"result": output}}}
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["lost_response", "partial_parallel"],
-)
+#: What the proxy must do with each broken form, per model: the form as a client leaves it
+#: (gemini-native.md §4) and the responses the repaired request carries (none invented: a
+#: lost output becomes ``{"error": …}``, §5 N1).
+BROKEN = {
+    "lost_response": ("repaired", 2),  # interrupted: the next prompt follows the call turn
+    "partial_parallel": ("repaired", 2),  # one answer of a parallel step lost
+    "lost_signature": ("clean", 2),  # a step made on another model: no signature (N5)
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
 @parametrize_models
 def test_broken_history_is_repaired(
     client: Any, gguard: GeminiGuard, model: str, case: str
 ) -> None:
+    """Sent through ``generate_content(contents=[...])``; an unsigned step is broken only on
+    Gemini 3 (Gemini 2.5 does not check signatures: it must stay ``clean`` there)."""
     types = require("google.genai.types")
     ask = {"role": "user", "parts": [{"text": "Read config.py and app.py."}]}
     calls: list[dict[str, Any]] = [_call("read_file", "config.py"), _call("read_file", "app.py")]
-    if model.startswith("gemini-3"):  # a Gemini 3 step as the SDK keeps it: signed first call
+    if model.startswith("gemini-3") and case != "lost_signature":  # signed as the SDK keeps it
         calls[0]["thought_signature"] = b"skip_thought_signature_validator"
     step = {"role": "model", "parts": calls}
-    if case == "lost_response":  # interrupted: the next prompt follows the call turn
-        tail = [{"role": "user", "parts": [{"text": "Never mind; say hello."}]}]
-    else:  # one answer of a parallel step lost
-        tail = [{"role": "user", "parts": [_response("read_file", "x = 1")]}]
+    answers = [_response("read_file", "x = 1"), _response("read_file", "import config")]
+    tail = {
+        "lost_response": [{"role": "user", "parts": [{"text": "Never mind; say hello."}]}],
+        "partial_parallel": [{"role": "user", "parts": answers[:1]}],
+        "lost_signature": [{"role": "user", "parts": answers}],
+    }[case]
     contents = [types.Content.model_validate(c) for c in (ask, step, *tail)]
     answer = client.models.generate_content(
         model=model, contents=contents, config=tool_config(types)
     )
     assert answer.candidates[0].content.parts
-    gguard.assert_repaired(model)
+    outcome, responses = BROKEN[case]
+    if model.startswith("gemini-3"):  # Gemini 3 checks the current turn's signatures
+        outcome = "repaired"
+    exchange = gguard.assert_outcomes(model, [outcome])[0]
     gguard.assert_relayed()
+    forwarded = gguard.attempts(model, exchange)[-1]
+    assert forwarded.count(b'"functionResponse"') == responses
+    if case != "lost_signature":
+        assert b'"error"' in forwarded  # the lost output said so, nothing invented
