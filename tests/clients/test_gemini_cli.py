@@ -91,7 +91,8 @@ def test_gemini_cli_tool_loop_through_the_proxy(
     assert done.stdout.startswith('The tool returned: {"output": "<untrusted_context>\\nOutput: 4')
     requests = gguard.chats()
     assert len(requests) == 3, [e.describe() for e in requests]
-    assert all(model[:8] in e.path and "streamGenerateContent" in e.path for e in requests)
+    family = "/models/gemini-2.5" if model.startswith("gemini-2.5") else "/models/gemini-3"
+    assert all(family in e.path and e.path.endswith(":streamGenerateContent") for e in requests)
     gguard.assert_clean(model, 3)
     gguard.assert_relayed()
     assert all(e.status == 200 for e in gguard.side_requests())
