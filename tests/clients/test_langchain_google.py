@@ -12,19 +12,13 @@ from typing import Any
 
 import pytest
 
+from tests.clients.conftest import READ_FILE as CHAT_READ_FILE
 from tests.clients.conftest import require
 from tests.clients.gemini_guard import CLIENT_KEY, GEMINI_MODELS, GeminiGuard
 
 ASK = 'Read config.py. [[tool_use read_file {"path": "config.py"}]]'
-READ_FILE = {
-    "name": "read_file",
-    "description": "Read a file of the project.",
-    "parameters": {
-        "type": "object",
-        "properties": {"path": {"type": "string"}},
-        "required": ["path"],
-    },
-}
+#: The chat suites' tool, as a function declaration.
+READ_FILE = CHAT_READ_FILE["function"]
 parametrize_models = pytest.mark.parametrize("model", GEMINI_MODELS, ids=GEMINI_MODELS)
 
 
