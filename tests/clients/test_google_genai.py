@@ -198,3 +198,34 @@ def test_broken_history_is_repaired(
     assert forwarded.count(b'"functionResponse"') == responses
     if case != "lost_signature":
         assert b'"error"' in forwarded  # the lost output said so, nothing invented
+
+
+def test_side_requests_are_relayed(client: Any, gguard: GeminiGuard) -> None:
+    """``countTokens`` (routed by its path's model) and the model list (by the ``/gemini``
+    prefix: it names no model) are relayed unchecked (issue 33 item 1)."""
+    counted = client.models.count_tokens(model="gemini-2.5-flash", contents="Say hello.")
+    assert counted.total_tokens > 0
+    genai = require("google.genai")
+    options = genai.types.HttpOptions(base_url=f"{gguard.url}/gemini", api_version="v1beta")
+    prefixed = genai.Client(api_key=CLIENT_KEY, http_options=options)
+    names = [model.name for model in prefixed.models.list()]
+    assert "models/gemini-3-pro-preview" in names
+    assert not gguard.chats()
+    side = [(e.method, e.path, e.status) for e in gguard.side_requests()]
+    assert side == [
+        ("POST", "/v1beta/models/gemini-2.5-flash:countTokens", 200),
+        ("GET", "/gemini/v1beta/models", 200),
+    ]
+    assert all(e.outcome is None for e in gguard.side_requests())  # never checked
+
+
+def test_prefix_routes_a_model_no_glob_matches(gguard: GeminiGuard) -> None:
+    """``GOOGLE_GEMINI_BASE_URL=<proxy>/gemini`` routes by the prefix: a tuned model's name
+    matches no upstream's globs (and the proxy has no default), yet it reaches AI Studio."""
+    genai = require("google.genai")
+    options = genai.types.HttpOptions(base_url=f"{gguard.url}/gemini", api_version="v1beta")
+    client = genai.Client(api_key=CLIENT_KEY, http_options=options)
+    answer = client.models.generate_content(model="tuned-coder-7", contents="Say hello.")
+    assert answer.text == "Emulated gemini answer to: Say hello."
+    (exchange,) = gguard.assert_clean("tuned-coder-7")
+    assert exchange.path == "/gemini/v1beta/models/tuned-coder-7:generateContent"
