@@ -100,3 +100,5 @@ def test_gemini_cli_tool_loop_through_the_proxy(
     assert "the answer is 42" in last  # the read_file result went back through the proxy
     if model.startswith("gemini-2.5"):  # gemini-cli's own dummy, on the first call of each step
         assert last.count('"thoughtSignature":"skip_thought_signature_validator"') == 2
+    else:  # the emulator's own signatures echoed, one per step (base64 of its mint prefix)
+        assert last.count('"thoughtSignature":"dG9vbGNhbGwtZ3VhcmQtZW11bGF0b3Iv') == 2
