@@ -1,9 +1,9 @@
 // Node's Gemini clients against the proxy's native Gemini API: the GenAI SDK (`@google/genai`,
 // its Chat keeping the history) and the AI SDK's google provider (`@ai-sdk/google` with
-// `createGoogleGenerativeAI({ baseURL })`), each a tool round trip, plain and streamed. For each
-// model in MODELS, each scenario sends its requests with the header x-scenario:
-// "<model>/<scenario>", so the Python side can pick its exchanges out of the proxy's tap.
-// Prints one JSON object:
+// `createGoogleGenerativeAI({ baseURL })`), each a tool round trip over a parallel step (two
+// calls), plain and streamed. For each model in MODELS, each scenario sends its requests with
+// the header x-scenario: "<model>/<scenario>", so the Python side can pick its exchanges out of
+// the proxy's tap. Prints one JSON object:
 // {"<model>/<scenario>": {"ok": true, "text": ...} | {"ok": false, "error": "<message>"}}.
 import { GoogleGenAI } from "@google/genai";
 import { createGoogleGenerativeAI } from "@ai-sdk/google";
@@ -11,7 +11,7 @@ import { generateText, jsonSchema, stepCountIs, streamText, tool } from "ai";
 
 const ROOT = process.env.PROXY_ROOT;
 const SYSTEM = "You are a coding agent.";
-const ASK = 'Read config.py. [[tool_use read_file {"path": "config.py"}]]';
+const ASK = 'Read config.py and app.py. [[tool_use read_file {"path": "config.py"}]] & [[tool_use read_file {"path": "app.py"}]]';
 const PARAMETERS = {
   type: "object",
   properties: { path: { type: "string" } },
