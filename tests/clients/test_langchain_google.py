@@ -1,8 +1,8 @@
 """LangChain's ``ChatGoogleGenerativeAI`` (``langchain-google-genai``, Gemini's native API)
-pointed at the proxy's root (``base_url``): a bound tool, one round trip (the ``AIMessage`` as
-LangChain returned it, then a ``ToolMessage``), invoked and streamed, on Gemini 2.5 and Gemini 3
-(LangChain keeps the emulator's signature in the message's metadata and sends it back): every
-request ``clean``, byte for byte, its answer unchanged.
+pointed at the proxy's root (``base_url``): a bound tool, one round trip over a parallel step
+(the ``AIMessage`` as LangChain returned it, then a ``ToolMessage`` per call), invoked and
+streamed, on Gemini 2.5 and Gemini 3 (LangChain keeps the emulator's signature in the message's
+metadata and sends it back): every request ``clean``, byte for byte, its answer unchanged.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from tests.clients.conftest import READ_FILE as CHAT_READ_FILE
 from tests.clients.conftest import require
 from tests.clients.gemini_guard import CLIENT_KEY, GEMINI_MODELS, GeminiGuard
 
-ASK = 'Read config.py. [[tool_use read_file {"path": "config.py"}]]'
+ASK = (
+    'Read config.py and app.py. [[tool_use read_file {"path": "config.py"}]] & '
+    '[[tool_use read_file {"path": "app.py"}]]'
+)
+TEXT = 'The tool returned: {"output": "x = 1"} | {"output": "x = 1"}'
 #: The chat suites' tool, as a function declaration.
 READ_FILE = CHAT_READ_FILE["function"]
 parametrize_models = pytest.mark.parametrize("model", GEMINI_MODELS, ids=GEMINI_MODELS)
@@ -48,7 +52,7 @@ def _round_trip(llm: Any, streamed: bool) -> Any:
 @parametrize_models
 def test_tool_round_trip_is_clean(llm: Any, gguard: GeminiGuard, model: str) -> None:
     final = _round_trip(llm, streamed=False)
-    assert final.text == 'The tool returned: {"output": "x = 1"}'
+    assert final.text == TEXT
     requests = gguard.assert_clean(model, 2)
     gguard.assert_relayed()
     assert b"functionResponse" in requests[1].body
@@ -57,7 +61,7 @@ def test_tool_round_trip_is_clean(llm: Any, gguard: GeminiGuard, model: str) -> 
 @parametrize_models
 def test_streamed_tool_round_trip_is_clean(llm: Any, gguard: GeminiGuard, model: str) -> None:
     final = _round_trip(llm, streamed=True)
-    assert final.text == 'The tool returned: {"output": "x = 1"}'
+    assert final.text == TEXT
     requests = gguard.assert_clean(model, 2)
     gguard.assert_relayed()
     assert all(e.path.endswith(":streamGenerateContent") for e in requests)
