@@ -26,7 +26,15 @@ import orjson
 import pytest
 
 from proxy.app import create_app
-from proxy.emulator import ReceivedRequest
+from proxy.emulator import ReceivedRequest, create_gemini_native_app
+from proxy.emulator.gemini_native_answer import (
+    plan_reply,
+    reply_body,
+    stream_chunks,
+    stream_frames,
+)
+from proxy.emulator.gemini_native_rules import validate_native
+from proxy.emulator.gemini_native_schema import parse_rejection, wrapper_errors
 from proxy.settings import load_settings
 from tests.clients.conftest import TAP_HEADER, Exchange, Guard, Tap
 from tests.conftest import _PROVIDER_VARIABLES
@@ -44,19 +52,6 @@ CLIENT_KEY = "offline"
 CHECKED = (":generateContent", ":streamGenerateContent")
 _VERTEX_PATH = re.compile(r"/publishers/google/models/([^/:]+):")
 _STUDIO_PATH = re.compile(r"/models/([^/:]+):")
-
-
-def seam_missing() -> str | None:
-    """Why the proxy cannot guard Gemini's native API yet, or None (issue 33 items 2 and 4)."""
-    from proxy.core.registry import PIPELINES
-
-    try:
-        import proxy.emulator.gemini_native  # noqa: F401
-    except ImportError:
-        return "the native Gemini emulators are not in this tree yet (issue 33 item 4)"
-    if "gemini" not in PIPELINES:
-        return "the proxy has no Gemini-native rules yet (issue 33 item 2)"
-    return None
 
 
 def endpoint_of(path: str) -> str:
@@ -78,9 +73,6 @@ def model_of(path: str, body: Any) -> str:
 def emulator_verdict(path: str, raw: bytes) -> str | None:
     """The emulator's own verdict on ``raw`` sent to ``path``: None, or the row it breaks
     (the checks the emulator's `GeminiNativeApp` runs on a ``generateContent`` body)."""
-    from proxy.emulator.gemini_native_rules import validate_native
-    from proxy.emulator.gemini_native_schema import parse_rejection, wrapper_errors
-
     endpoint, body = endpoint_of(path), orjson.loads(raw)
     inner, root = body, ""
     if endpoint == "code-assist":
@@ -94,13 +86,6 @@ def emulator_verdict(path: str, raw: bytes) -> str | None:
 
 def emulator_answer(path: str, raw: bytes, sse: bool) -> bytes:
     """The bytes the emulator answers a valid ``raw`` with (a body, or its whole stream)."""
-    from proxy.emulator.gemini_native_answer import (
-        plan_reply,
-        reply_body,
-        stream_chunks,
-        stream_frames,
-    )
-
     endpoint, body = endpoint_of(path), orjson.loads(raw)
     inner = body.get("request") if endpoint == "code-assist" else body
     plan = plan_reply(endpoint, model_of(path, body), inner, raw)
@@ -153,11 +138,6 @@ class GeminiGuard(Guard):
 def start_gemini_guard(empty_config: Path) -> Iterator[GeminiGuard]:
     """The AI Studio, Vertex and Code Assist emulators and a proxy in front of them (a session
     fixture's body)."""
-    reason = seam_missing()
-    if reason is not None:
-        pytest.skip(reason)
-    from proxy.emulator.gemini_native import create_gemini_native_app
-
     with ExitStack() as stack, pytest.MonkeyPatch.context() as env:
         for name in list(os.environ):
             variable = name.startswith(("TOOLCALL_GUARD_", "GOOGLE_", "GEMINI_"))
