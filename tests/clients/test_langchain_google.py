@@ -49,19 +49,15 @@ def _round_trip(llm: Any, streamed: bool) -> Any:
     raise AssertionError(f"the loop did not finish: {history}")
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoke", "stream"])
 @parametrize_models
-def test_tool_round_trip_is_clean(llm: Any, gguard: GeminiGuard, model: str) -> None:
-    final = _round_trip(llm, streamed=False)
+def test_tool_round_trip_is_clean(
+    llm: Any, gguard: GeminiGuard, model: str, streamed: bool
+) -> None:
+    final = _round_trip(llm, streamed=streamed)
     assert final.text == TEXT
     requests = gguard.assert_clean(model, 2)
     gguard.assert_relayed()
     assert b"functionResponse" in requests[1].body
-
-
-@parametrize_models
-def test_streamed_tool_round_trip_is_clean(llm: Any, gguard: GeminiGuard, model: str) -> None:
-    final = _round_trip(llm, streamed=True)
-    assert final.text == TEXT
-    requests = gguard.assert_clean(model, 2)
-    gguard.assert_relayed()
-    assert all(e.path.endswith(":streamGenerateContent") for e in requests)
+    method = ":streamGenerateContent" if streamed else ":generateContent"
+    assert all(e.path.endswith(method) for e in requests)
