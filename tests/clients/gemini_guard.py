@@ -156,7 +156,12 @@ def start_gemini_guard(empty_config: Path) -> Iterator[GeminiGuard]:
                 "models": ["gemini-*"] if upstream == "gemini" else [],
                 "api_key_env": None,
             }
+        # The built-in routing: the default is an OpenAI-compatible upstream serving no native
+        # API (never reached here: a native path names a model, or goes to an upstream that
+        # serves the API).
+        settings["openai"] = {"base_url": f"{upstreams['gemini'].url}/v1", "api_key_env": None}
         repair_log = {"url": "memory://", "flush_interval": 0.05}
-        proxy = load_settings(upstreams=settings, repair_log=repair_log, routing={"default": None})
+        routing = {"default": "openai"}
+        proxy = load_settings(upstreams=settings, repair_log=repair_log, routing=routing)
         tap = Tap(create_app(proxy))
         yield GeminiGuard(stack.enter_context(running(tap)), tap, upstreams)

@@ -201,27 +201,26 @@ def test_broken_history_is_repaired(
 
 
 def test_side_requests_are_relayed(client: Any, gguard: GeminiGuard) -> None:
-    """``countTokens`` (routed by its path's model) and the model list (by the ``/gemini``
-    prefix: it names no model) are relayed unchecked (issue 33 item 1)."""
+    """``countTokens`` (routed by its path's model) and the model list and a model's resource
+    (no model action: the upstream serving the API) are relayed unchecked (issue 33 item 1)."""
     counted = client.models.count_tokens(model="gemini-2.5-flash", contents="Say hello.")
     assert counted.total_tokens > 0
-    genai = require("google.genai")
-    options = genai.types.HttpOptions(base_url=f"{gguard.url}/gemini", api_version="v1beta")
-    prefixed = genai.Client(api_key=CLIENT_KEY, http_options=options)
-    names = [model.name for model in prefixed.models.list()]
+    names = [model.name for model in client.models.list()]
     assert "models/gemini-3-pro-preview" in names
+    assert client.models.get(model="gemini-2.5-flash").name == "models/gemini-2.5-flash"
     assert not gguard.chats()
     side = [(e.method, e.path, e.status) for e in gguard.side_requests()]
     assert side == [
         ("POST", "/v1beta/models/gemini-2.5-flash:countTokens", 200),
-        ("GET", "/gemini/v1beta/models", 200),
+        ("GET", "/v1beta/models", 200),
+        ("GET", "/v1beta/models/gemini-2.5-flash", 200),
     ]
     assert all(e.outcome is None for e in gguard.side_requests())  # never checked
 
 
 def test_prefix_routes_a_model_no_glob_matches(gguard: GeminiGuard) -> None:
     """``GOOGLE_GEMINI_BASE_URL=<proxy>/gemini`` routes by the prefix: a tuned model's name
-    matches no upstream's globs (and the proxy has no default), yet it reaches AI Studio."""
+    matches no upstream's globs (the default serves no native API), yet it reaches AI Studio."""
     genai = require("google.genai")
     options = genai.types.HttpOptions(base_url=f"{gguard.url}/gemini", api_version="v1beta")
     client = genai.Client(api_key=CLIENT_KEY, http_options=options)
@@ -229,3 +228,8 @@ def test_prefix_routes_a_model_no_glob_matches(gguard: GeminiGuard) -> None:
     assert answer.text == "Emulated gemini answer to: Say hello."
     (exchange,) = gguard.assert_clean("tuned-coder-7")
     assert exchange.path == "/gemini/v1beta/models/tuned-coder-7:generateContent"
+    bare = genai.types.HttpOptions(base_url=gguard.url, api_version="v1beta")
+    unprefixed = genai.Client(api_key=CLIENT_KEY, http_options=bare)
+    with pytest.raises(genai.errors.ClientError) as refused:
+        unprefixed.models.generate_content(model="tuned-coder-7", contents="Say hello.")
+    assert refused.value.code == 400  # the default serves no native API: the prefix routed it
