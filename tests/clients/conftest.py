@@ -2,7 +2,9 @@
 
 Real client libraries (the openai SDK, LangChain, the Agents SDK, pydantic-ai, LiteLLM, the
 Vercel AI SDK) build histories with their own types and serializers and send them to the proxy
-over a real socket; the proxy forwards to the emulators for openai, deepseek and gemini.
+over a real socket; the proxy forwards to the emulators for openai, deepseek and gemini. The
+Anthropic-API clients use ``mguard`` (messages_guard.py), Gemini's native clients (google-genai,
+ADK, LangChain's ChatGoogleGenerativeAI, @google/genai, gemini-cli) ``gguard`` (gemini_guard.py).
 
 How byte identity is proven: the proxy app is wrapped in :class:`Tap`, a raw ASGI layer that
 records each request body exactly as uvicorn read it off the client's socket (before any proxy
