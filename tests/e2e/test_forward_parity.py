@@ -48,6 +48,7 @@ class Case:
     policy: str
     overrides: dict[str, Any] | None
     body: dict[str, Any]
+    model: str | None = None  # the model a Gemini-native path names
 
     @property
     def config_key(self) -> str:
@@ -65,14 +66,20 @@ SOURCES = (
     ("*.json", "chat", "messages", "input"),
     ("messages/*.json", "messages", "messages", "messages"),
     ("responses/*.json", "responses", "input", "input"),
+    ("gemini/*.json", "gemini", "", "body"),  # the case holds the whole body
 )
+
+
+def _body(case: dict[str, Any], key: str, field: str) -> dict[str, Any]:
+    return case[field] if not key else {**case.get("request", {}), key: case[field]}
 
 
 def _cases() -> list[Case]:
     cases = [
-        Case(i, api, c["policy"], c.get("overrides"), {**c.get("request", {}), key: c[field]})
+        Case(i, api, c["policy"], c.get("overrides"), _body(c, key, field), c.get("model"))
         for pattern, api, key, field in SOURCES
         for i, c in _listed(pattern)
+        if type(_body(c, key, field)) is dict
     ]
     for file in sorted((CASES / "responses_external").glob("*.json")):
         body = json.loads(file.read_text())["body"]
@@ -107,7 +114,8 @@ def _config(base_url: str) -> str:
             lines.append(f'[policies.{policy}]\nbase = "{preset}"\nrules = {_toml(overrides)}\n')
         lines.append(
             f'[upstreams.{name}]\nbase_url = "{base_url}/v1"\n'
-            f'anthropic_base_url = "{base_url}/v1"\npolicy = "{policy}"\n'
+            f'anthropic_base_url = "{base_url}/v1"\ngemini_base_url = "{base_url}"\n'
+            f'policy = "{policy}"\n'
             "retry_on_reject = false\n"
         )
     return "\n".join(lines)
@@ -143,7 +151,7 @@ def _through_proxy(served: Served, case: Case, upstream: str) -> tuple[int, Any]
     """The proxy's status, and the body the upstream received (None when none arrived)."""
     before = len(served.upstream.requests)
     response = served.http.post(
-        f"{served.proxy}/{upstream}/v1{WIRES[case.api].path}",
+        f"{served.proxy}/{upstream}{_path(case)}",
         content=orjson.dumps(case.body),
         headers={
             "content-type": "application/json",
@@ -157,6 +165,15 @@ def _through_proxy(served: Served, case: Case, upstream: str) -> tuple[int, Any]
     return response.status_code, orjson.loads(arrived[0]) if arrived else None
 
 
+def _path(case: Case) -> str:
+    """Where a client sends the case: the API's path, or Gemini's native one."""
+    if case.api != "gemini":
+        return f"/v1{WIRES[case.api].path}"
+    if case.model is None:  # Code Assist: the model is in the body
+        return "/v1internal:generateContent"
+    return f"/v1beta/models/{case.model}:generateContent"
+
+
 def _through_check(served: Served, case: Case, upstream: str, tmp: Path) -> dict[str, Any] | None:
     """``check --fix --format json``'s report on the case's body, or None when it cannot
     read the body (a malformed history: exit status 3)."""
@@ -167,7 +184,7 @@ def _through_check(served: Served, case: Case, upstream: str, tmp: Path) -> dict
         config=str(served.config),
         upstream=upstream,
         api=case.api,
-        model=None,
+        model=case.model,
         format="json",
         fix=True,
     )
@@ -220,5 +237,5 @@ def test_every_api_is_covered() -> None:
     """Every folder of golden cases is read here (a new API's too: add it to SOURCES)."""
     read = {pattern.split("/")[0] for pattern, *_ in SOURCES} | {"responses_external"}
     assert {folder.name for folder in CASES.iterdir() if folder.is_dir()} <= read
-    assert {"chat", "messages", "responses"} <= {case.api for case in ALL}
+    assert {"chat", "messages", "responses", "gemini"} <= {case.api for case in ALL}
     assert len(ALL) > 300

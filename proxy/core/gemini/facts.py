@@ -65,7 +65,8 @@ AI_STUDIO = GeminiFacts(
     unknown_fields=True,  # N7 (cc-switch PR#7143), N18 (kelivo#543)
     non_empty_parts=True,  # N11 (chatwise-releases#250, sketch#68), N12 (CLIProxyAPI#2104)
     signature_models=GEMINI_3,  # N5 (windmill#7679)
-    response_id_models=GEMINI_3,  # N19 (hermes-agent PR#46077)
+    # N19 (hermes-agent PR#46077) is reported, with no refusal text, and the GenAI SDK sends
+    # responses without ids: no model here (``gemini_response_id``'s ``models`` opts in).
 )
 #: Vertex AI: AS's rules, but only ``skip_thought_signature_validator`` as a dummy (N16) and
 #: no signature check on Gemini 3 Pro Image (N5 matrix: VX thought-signatures docs).
@@ -77,7 +78,6 @@ VERTEX = GeminiFacts(
     non_empty_parts=True,  # N11 (G11 empty text), N12
     signature_models=(*GEMINI_3, "!*-image*"),  # N5v (pydantic-ai#3881)
     dummy_signatures=frozenset({SKIP_SIGNATURE}),  # N16 (pydantic-ai#3881)
-    response_id_models=GEMINI_3,  # N19
 )
 #: Code Assist (cloudcode-pa.googleapis.com, gemini-cli's Google login): AS's rules, a role
 #: on every content, and the dummies of VX (N16 matrix: "? (treat as VX)").
@@ -90,7 +90,6 @@ CODE_ASSIST = GeminiFacts(
     non_empty_parts=True,  # N11, N12 (I)
     signature_models=GEMINI_3,  # N5 (earendil-works/pi#471, claude-proxy#16)
     dummy_signatures=frozenset({SKIP_SIGNATURE}),  # N16
-    response_id_models=GEMINI_3,  # N19
 )
 
 BY_DIALECT: dict[str, GeminiFacts] = {

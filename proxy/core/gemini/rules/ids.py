@@ -25,6 +25,7 @@ from proxy.core.rule import Hit, Params, rule
     "gemini_response_id",
     api="gemini",
     tools_only=True,
+    params={"models": []},
     hint="Send each functionResponse with the id of the functionCall it answers.",
 )
 def gemini_response_id(history: Contents, params: Params) -> list[Hit]:
@@ -37,9 +38,14 @@ def gemini_response_id(history: Contents, params: Params) -> list[Hit]:
     repair copies the call's id into the response it answers (by position among the responses
     no id matches); no id is minted for a call that had none, and a response naming another
     call of the turn is left alone.
+
+    No endpoint is known to refuse the form (no Google text; the GenAI SDK itself sends
+    responses without ids), so the rule finds nothing unless the deployment names the models
+    it holds for (``models = ["gemini-3*"]``): precision before recall.
     """
     found = facts(params)
-    if found.strip_ids or not model_matches(history.model, found.response_id_models):
+    models = tuple(params.get("models") or found.response_id_models)
+    if found.strip_ids or not model_matches(history.model, models):
         return []
     hits = []
     for i in range(1, len(history)):
