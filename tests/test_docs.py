@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from proxy.core.chat.rules import PIPELINE, RULES
+from proxy.core.gemini import rules as gemini
 from proxy.core.messages import rules as messages
 from proxy.core.policy import DIALECTS, build_policy
 from proxy.core.rule import Rule
@@ -16,10 +17,11 @@ ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
 
 
-def rule_table(pipeline: tuple[Rule, ...] = PIPELINE) -> str:
-    """The README's rule table (chat's; Messages' with ``messages.PIPELINE``); regenerate with
+def rule_table(pipeline: tuple[Rule, ...] = PIPELINE, columns: tuple[str, ...] = DIALECTS) -> str:
+    """The README's rule table (chat's; Messages' with ``messages.PIPELINE``; Gemini's with
+    ``gemini.PIPELINE`` and its three presets); regenerate with
     ``python -c "from tests.test_docs import rule_table; print(rule_table())"``."""
-    presets = {name: build_policy(name) for name in DIALECTS}  # one column per provider preset
+    presets = {name: build_policy(name) for name in columns}  # one column per provider preset
     lines = [
         "| rule | what it catches | repairs (first = default) | " + " | ".join(presets) + " |",
         "|---|---|---|" + "---|" * len(presets),
@@ -43,6 +45,14 @@ def test_readme_rule_table_matches_the_registry() -> None:
 
 def test_readme_messages_rule_table_matches_the_registry() -> None:
     assert _between(README, "messages-rules") == rule_table(messages.PIPELINE)
+
+
+#: The presets of Gemini's native endpoints (its rules differ by their facts only).
+GEMINI_PRESETS = ("gemini", "vertex", "code-assist")
+
+
+def test_readme_gemini_rule_table_matches_the_registry() -> None:
+    assert _between(README, "gemini-rules") == rule_table(gemini.PIPELINE, GEMINI_PRESETS)
 
 
 @pytest.mark.parametrize("name", list(RULES))

@@ -82,6 +82,7 @@ tool_names = st.sampled_from(["read_file", "write_file", "search"])
 @st.composite
 def valid_histories(draw: st.DrawFn, preset: str) -> list[Message]:
     """A history ``preset``'s emulator accepts: unique tool outputs and call arguments."""
+    preset = SAME_CHAT.get(preset, preset)
     counter = iter(range(10_000))
     messages: list[Message] = []
     if draw(st.booleans()):

@@ -28,6 +28,16 @@ def _m(row: str, text: str, index: int | None = None, field: str | None = None) 
     return Text(row, 400, text, index, field, api="messages")
 
 
+def _g(row: str, text: str, index: int | None = None) -> Text:
+    """A Gemini-native text (gemini-native.md §3), status 400."""
+    return Text(row, 400, text, index, api="gemini")
+
+
+def _google(message: str) -> str:
+    """``message`` in Google's envelope (gemini-native.md §2)."""
+    return '{"error":{"code":400,"message":"' + message + '","status":"INVALID_ARGUMENT"}}'
+
+
 TEXTS: list[Text] = [
     # provider-rules.md §1 OpenAI
     Text(
@@ -818,6 +828,77 @@ TEXTS: list[Text] = [
     _m("M35", "Thinking mode does not support this tool_choice"),
     _m("M36", "invalid params, function name or parameters is empty (2013)"),
     _m("M-G1214", '{"error":{"code":"1214","message":"messages 参数非法。请检查文档。"}}'),
+    # Gemini's native API (gemini-native.md §3), in each endpoint's envelope (§2).
+    _g(
+        "N1",
+        _google(
+            "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
+        ),
+    ),
+    _g(
+        "N1",
+        '{"error":{"code":400,"message":"Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.","status":"INVALID_ARGUMENT","errors":[{"message":"Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.","domain":"global","reason":"badRequest"}]}}',
+    ),
+    _g(
+        "N2",
+        _google(
+            "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
+        ),
+    ),
+    _g(
+        "N3",
+        _google(
+            "Please ensure that function response turn comes immediately after a function call turn."
+        ),
+    ),
+    _g(
+        "N5",
+        _google(
+            "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:read_file` , position 2. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+        ),
+    ),
+    _g(
+        "N5v",
+        _google(
+            "Unable to submit request because function call `default_api:read_file` in the 2. content block is missing a `thought_signature`. Learn more: https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures"
+        ),
+        index=2,
+    ),
+    _g("N6", _google("Tool call part is missing thought_signature")),
+    _g(
+        "N7",
+        _google(
+            "Invalid JSON payload received. Unknown name \\\"thoughtSignature\\\" at 'contents[1].parts[0].function_call': Cannot find field."
+        ),
+        index=1,
+    ),
+    _g("N8", _google("Corrupted thought signature.")),
+    _g(
+        "N8v",
+        _google(
+            "Unable to submit request because Thought signature is not valid.. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini"
+        ),
+    ),
+    _g(
+        "N10",
+        _google(
+            "Invalid JSON payload received. Unknown name \\\"id\\\" at 'contents[2].parts[0].function_response': Cannot find field."
+        ),
+        index=2,
+    ),
+    _g(
+        "N11",
+        _google("* GenerateContentRequest.contents[1].parts: contents.parts must not be empty.\\n"),
+        index=1,
+    ),
+    _g(
+        "N12",
+        _google(
+            "* GenerateContentRequest.contents[2].parts[0].function_response.name: Name cannot be empty.\\n"
+        ),
+        index=2,
+    ),
+    _g("N14", _google("Please use a valid role: user, model.")),
 ]
 
 #: Texts the catalogue must NOT claim (statuses no retry or classification is about, or
