@@ -1,4 +1,5 @@
-"""The core (``proxy/core``) imports no I/O library: an AST scan says so."""
+"""The core (``proxy/core``) imports no I/O library, and the relay (``proxy/relay``) nothing of
+the repair log, the API layer or the core: an AST scan says so."""
 
 from __future__ import annotations
 
@@ -54,3 +55,29 @@ def test_core_imports_only_core_modules_of_the_package() -> None:
                     file,
                     node.module,
                 )
+
+
+RELAY = sorted((PROXY / "relay").rglob("*.py"))
+#: What the relay (upstream I/O only) must not know: the repair log, the API layer, the core.
+RELAY_FORBIDDEN = ("proxy.repairlog", "proxy.api", "proxy.core")
+
+
+def _proxy_imports(file: Path) -> set[str]:
+    """The ``proxy.*`` modules ``file`` imports (absolute imports: the package uses no others)."""
+    found = set()
+    for node in ast.walk(ast.parse(file.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return {name for name in found if name == "proxy" or name.startswith("proxy.")}
+
+
+@pytest.mark.parametrize("file", RELAY, ids=lambda f: f.name)
+def test_relay_imports_nothing_of_the_repair_log_api_or_core(file: Path) -> None:
+    assert not {m for m in _proxy_imports(file) if m.startswith(RELAY_FORBIDDEN)}, file
+
+
+def test_the_relay_scan_sees_imports() -> None:
+    """The scan reads what it should: the relay's own imports of the package are found."""
+    assert "proxy.relay.base" in _proxy_imports(PROXY / "relay" / "asgi.py")

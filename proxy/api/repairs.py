@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from proxy.api.auth import AdminRoute, require_admin
 from proxy.core.registry import ALL_RULES
 from proxy.core.wire import Wire, wire_of_record
+from proxy.endings import Ending
 from proxy.errors import InvalidParameter, RecordNotFound, RepairLogDown
 from proxy.repairlog import (
     InvalidQuery,
@@ -34,7 +35,6 @@ from proxy.repairlog import (
     record_diff,
 )
 from proxy.repairlog.base import DEFAULT_LIMIT, MAX_LIMIT, utc
-from proxy.repairlog.record import Ending
 
 OutcomeName = Literal["repaired", "rejected", "warned", "upstream_rejected"]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]

@@ -7,6 +7,7 @@ from contextvars import ContextVar
 
 from starlette.types import Message, Receive, Scope, Send
 
+from proxy.endings import Ending
 from proxy.errors import (
     BadRequestBody,
     ProxyError,
@@ -17,7 +18,6 @@ from proxy.errors import (
     render,
 )
 from proxy.relay.base import RawHeaders, UpstreamResponse
-from proxy.repairlog.record import Ending
 
 #: Scope key set once the response has started (the app's error handler must not answer then).
 RESPONSE_STARTED = "toolcall_guard.response_started"

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from proxy.repairlog.record import ENDINGS, OUTCOMES, Record
+from proxy.endings import ENDINGS
+from proxy.repairlog.record import OUTCOMES, Record
 
 MAX_LIMIT = 500
 DEFAULT_LIMIT = 50

@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from operator import attrgetter
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import uuid_utils
 
+from proxy.endings import Ending
+
+# Ending is re-exported while api/state.py still imports it from here.
+__all__ = ["OUTCOMES", "Ending", "Outcome", "Record", "copied", "new_record_id", "utcnow"]
+
 Outcome = Literal["repaired", "rejected", "warned", "upstream_rejected"]
 OUTCOMES: tuple[str, ...] = ("repaired", "rejected", "warned", "upstream_rejected")
-#: How the answer the client got ended: whole (the upstream's, or the proxy's own error), cut
-#: because the upstream broke off or went silent past ``read_timeout`` after it had started,
-#: or left unfinished because the client went away. None: not known (an unexpected error).
-Ending = Literal["complete", "upstream_cut", "upstream_timeout", "client_gone"]
-ENDINGS: tuple[str, ...] = get_args(Ending)
 
 
 def new_record_id() -> str:
