@@ -23,7 +23,8 @@ from proxy.api import fallback, learned, ops, repairs, ui
 from proxy.api.browser import BrowserGuard, answer_options, with_cors
 from proxy.api.endpoint import ProxyEndpoint
 from proxy.core.wire import wire_for_path
-from proxy.errors import InternalError, Shape, render
+from proxy.errors import InternalError, render
+from proxy.errorshape import Shape
 from proxy.logs import quiet_incomplete_on_purpose
 from proxy.relay.aiohttp_engine import AiohttpRelay
 from proxy.relay.asgi import RESPONSE_STARTED, send_error

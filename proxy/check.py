@@ -17,18 +17,13 @@ from typing import Any, TextIO
 import orjson
 
 from proxy.core.forward import forwarded_body
-from proxy.core.history import MalformedHistory
 from proxy.core.policy import PRESETS, Outcome, Policy, build_policy
 from proxy.core.registry import ALL_RULES as RULES
-from proxy.core.wire import WIRES, AmbiguousBody, Wire, sanitize_body, wire_of_body
-from proxy.errors import ConfigError
+from proxy.core.wire import WIRES, Wire, sanitize_body, wire_of_body
+from proxy.errors import AmbiguousBody, ConfigError, MalformedHistory, Unreadable
 from proxy.settings import Settings, load_settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_REJECTED, EXIT_UNREADABLE = 0, 1, 2, 3
-
-
-class Unreadable(Exception):
-    """Input or configuration the command cannot work on; its message is the one-line reason."""
 
 
 def _read(source: str) -> Any:

@@ -85,7 +85,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.head_headers += 1
         if self.head_headers > self.limits.max_headers:
             self.too_large = f"{self.limits.max_headers} headers (server.max_headers)"
-            raise _HeadTooLarge  # stops the parser; uvicorn then calls send_400_response
+            # Stops the parser; uvicorn then calls send_400_response, which answers it.
+            raise HeadersTooLarge(self.too_large)
         self._grow(len(name) + len(value) + 4)
         super().on_header(name, value)
 
@@ -106,7 +107,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.head_size += size
         if self.head_size > self.limits.max_bytes:
             self.too_large = f"{self.limits.max_bytes} bytes (server.max_header_bytes)"
-            raise _HeadTooLarge
+            raise HeadersTooLarge(self.too_large)
 
     def _arm(self) -> None:
         self._disarm()
@@ -139,10 +140,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         head.append(b"connection: close")
         self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
         self.transport.close()
-
-
-class _HeadTooLarge(Exception):
-    """Raised from a parser callback to stop parsing a head past the limits."""
 
 
 def guarded_protocol(server: ServerSettings) -> partial[GuardedHttpToolsProtocol]:

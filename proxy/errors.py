@@ -1,24 +1,24 @@
-"""The proxy's own errors and their one mapping to JSON, in the shape the API's clients parse.
-
-OpenAI's ``{"error": {"message", "type", "param", "code"}}`` everywhere, except on the paths of a
-wire API whose row says ``error_shape = "anthropic"`` (``/v1/messages``): there
-``{"type": "error", "error": {"type", "message"}}`` with Anthropic's error types.
+"""Every error class of the proxy, in one tree; :func:`render` is the one mapping of an answered
+error to a response (its JSON, in the API's own shape, is :mod:`proxy.errorshape`'s).
 
 ```
-ProxyError                  base: .status, .openai_type, .code, .param; rendered by render()
+ProxyError                  answered: .status, .openai_type, .code, .param, .headers; render()
 ├── HistoryRejected         the policy rejected the history → 400 invalid_tool_history
 ├── BadRequestBody          not JSON / not an object / history malformed → 400 (413 when too big)
 ├── InvalidParameter        an admin endpoint's query or path parameter is malformed → 400
 ├── Unauthorized            client key missing or wrong → 401
 │   └── AdminUnauthorized   admin token missing or wrong → 401
 ├── AdminTokenRequired      admin endpoint beyond loopback with no token configured → 403
+├── BrowserRefused          a foreign Host, a browser's cross-origin request → 403 (415)
 ├── RecordNotFound          → 404
-├── HeadersTooLarge          the request's head past server.max_header_bytes/max_headers → 431
+├── UpstreamLacksApi        the routed upstream answered the API's path with a bare 404 → 404
+├── HeadersTooLarge         the request's head past server.max_header_bytes/max_headers → 431
 ├── RequestTimeout          the request body did not arrive within server.body_timeout → 408
 ├── UnsupportedEncoding     a request body in a Content-Encoding the proxy cannot read → 415
 ├── UnknownUpstream         → 400 unknown_upstream (404 for an unknown path prefix)
 ├── ApiNotServed            the routed upstream has no base URL for the wire API → 400
 ├── RepairLogDown           the repair log does not answer → 503
+├── Overloaded              more connections than server.max_connections → 503
 ├── LearningUnavailable     learned field strips not set up in this process → 503
 ├── RouteError              a routing error outside /v1 (unknown path 404, method 405)
 ├── InternalError           anything unexpected (the traceback stays in the log) → 502
@@ -26,55 +26,34 @@ ProxyError                  base: .status, .openai_type, .code, .param; rendered
     ├── UpstreamTimeout     → 504
     └── UpstreamUnavailable → 502
 
-ConfigError                 start-up only (bad config, unknown rule or action): never a response
+Never answered as they are (each is caught where it means something):
+ConfigError                 start-up only (bad config, unknown rule or action)
+BadParam                    a rule parameter the rule cannot work with → ConfigError at start
+MalformedHistory            a body no policy can work on → BadRequestBody (400)
+AmbiguousBody               a saved body more than one API could have sent: check asks --api
+Unreadable                  check's input or config it cannot work on → exit 3
+ClientGone                  the client went away before its request was answered
+InvalidQuery                a repair-log query out of range → InvalidParameter (400)
+RepairLogError              a repair-log operation failed (the data: retrying cannot help)
+└── RepairLogUnavailable    the backend cannot be reached or written now → RepairLogDown (503)
 ```
 
-Upstream error *responses* are never wrapped: they pass through as they are.
+Upstream error *responses* are never wrapped: they pass through as they are. A pure leaf (the
+core raises its errors from here): it imports nothing of the package but :mod:`proxy.errorshape`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-import orjson
-
-#: The error body a wire API's clients parse (:attr:`proxy.core.wire.Wire.error_shape`).
-Shape = Literal["openai", "anthropic", "google"]
-
-#: Google's canonical status per HTTP status (google.rpc.Code; gemini-native.md §2).
-GOOGLE_STATUSES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    405: "UNIMPLEMENTED",
-    408: "DEADLINE_EXCEEDED",
-    409: "ABORTED",
-    413: "INVALID_ARGUMENT",
-    415: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
-
-#: Anthropic's error ``type`` per status (platform.claude.com/docs/en/api/errors).
-ANTHROPIC_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
+from proxy.errorshape import Shape, body
 
 
 class ProxyError(Exception):
     status = 500
     openai_type = "server_error"
     code: str | None = None
+    headers: tuple[tuple[bytes, bytes], ...] = ()  # sent with the JSON body
 
     def __init__(self, message: str, *, param: str | None = None) -> None:
         super().__init__(message)
@@ -85,54 +64,14 @@ class ProxyError(Exception):
         """Fields beyond the message the error carries in either shape (findings)."""
         return {}
 
-    def payload(self, shape: Shape = "openai") -> dict[str, Any]:
-        if shape == "google":
-            return {"error": self._google()}
-        if shape == "anthropic":
-            kind = ANTHROPIC_TYPES.get(self.status)
-            if kind is None:
-                kind = "invalid_request_error" if self.status < 500 else "api_error"
-            return {
-                "type": "error",
-                "error": {"type": kind, "message": self.message, **self.extra()},
-            }
-        fields = {"message": self.message, "type": self.openai_type, "param": self.param}
-        return {"error": {**fields, "code": self.code, **self.extra()}}
-
-    def _google(self) -> dict[str, Any]:
-        """Google's envelope (gemini-native.md §2): code, message, status, and a ``BadRequest``
-        detail naming the field (``contents[3].parts[1]``) when the error has one."""
-        error: dict[str, Any] = {
-            "code": self.status,
-            "message": self.message,
-            "status": GOOGLE_STATUSES.get(self.status, "INTERNAL"),
-        }
-        if self.param is not None:
-            violation = {"field": self.param, "description": self.message}
-            detail = {"@type": "type.googleapis.com/google.rpc.BadRequest"}
-            error["details"] = [{**detail, "fieldViolations": [violation]}]
-        return {**error, **self.extra()}
-
-    def body(self, shape: Shape = "openai") -> bytes:
-        return orjson.dumps(self.payload(shape))
-
-    def event(self, shape: Shape = "openai") -> bytes:
-        """The error as the last event of an SSE stream (Anthropic names it ``error``)."""
-        head = b"event: error\n" if shape == "anthropic" else b""
-        return head + b"data: " + self.body(shape) + b"\n\n"
-
 
 def render(
     error: ProxyError, shape: Shape = "openai"
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """The one rendering of a proxy error: status, headers and the JSON body in ``shape``."""
-    body = error.body(shape)
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    if isinstance(error, Unauthorized):
-        headers.append((b"www-authenticate", b"Bearer"))
-    if isinstance(error, RequestTimeout):  # the rest of a slow body is not worth waiting for
-        headers.append((b"connection", b"close"))
-    return error.status, headers, body
+    data = body(error, shape)
+    length = (b"content-length", b"%d" % len(data))
+    return error.status, [(b"content-type", b"application/json"), length, *error.headers], data
 
 
 class ConfigError(ValueError):
@@ -165,8 +104,6 @@ class HistoryRejected(ProxyError):
 
 
 class InvalidParameter(ProxyError):
-    """400: a query or path parameter of an admin endpoint is malformed or out of range."""
-
     status = 400
     openai_type = "invalid_request_error"
     code = "invalid_parameter"
@@ -176,6 +113,7 @@ class Unauthorized(ProxyError):
     status = 401
     openai_type = "invalid_request_error"
     code = "invalid_api_key"
+    headers = ((b"www-authenticate", b"Bearer"),)
 
 
 class AdminUnauthorized(Unauthorized):
@@ -183,8 +121,6 @@ class AdminUnauthorized(Unauthorized):
 
 
 class AdminTokenRequired(ProxyError):
-    """403: an admin endpoint reachable from the network with no admin token configured."""
-
     status = 403
     openai_type = "permission_error"
     code = "admin_token_required"
@@ -208,6 +144,15 @@ class RecordNotFound(ProxyError):
     status = 404
     openai_type = "invalid_request_error"
     code = "record_not_found"
+
+
+class UpstreamLacksApi(ProxyError):
+    """404: the routed upstream answered the wire API's path with a bare 404
+    (:mod:`proxy.api.noapi`)."""
+
+    status = 404
+    openai_type = "invalid_request_error"
+    code = "upstream_lacks_api"
 
 
 class RepairLogDown(ProxyError):
@@ -242,8 +187,6 @@ class RouteError(ProxyError):
 
 
 class InternalError(ProxyError):
-    """Anything unexpected, as the client sees it (the traceback stays in the log)."""
-
     status = 502
     openai_type = "server_error"
     code = "proxy_internal_error"
@@ -263,11 +206,10 @@ class RequestTimeout(ProxyError):
     status = 408
     openai_type = "invalid_request_error"
     code = "request_timeout"
+    headers = ((b"connection", b"close"),)  # the rest of a slow body is not worth waiting for
 
 
 class UnsupportedEncoding(ProxyError):
-    """415: the body of a checked request comes in an encoding other than gzip or deflate."""
-
     status = 415
     openai_type = "invalid_request_error"
     code = "unsupported_content_encoding"
@@ -303,3 +245,52 @@ class UpstreamTimeout(UpstreamError):
 class UpstreamUnavailable(UpstreamError):
     status = 502
     code = "upstream_unavailable"
+
+
+class BadParam(ValueError):
+    """A rule parameter whose value the rule cannot work with (raised by ``Rule.check_params``).
+
+    The policy builder turns it into an error naming the config key, so that a bad value fails
+    at start and never at request time.
+    """
+
+    def __init__(self, param: str, problem: str) -> None:
+        super().__init__(f"{param}: {problem}")
+        self.param = param
+        self.problem = problem
+
+
+class MalformedHistory(ValueError):
+    """A body no policy can work on: the proxy always answers 400 (never forwards it)."""
+
+    def __init__(self, message: str, path: str | None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class AmbiguousBody(ValueError):
+    """A saved body more than one API could have sent (``check`` then needs ``--api``)."""
+
+
+class Unreadable(Exception):
+    """Input or configuration ``check`` cannot work on; its message is the one-line reason."""
+
+
+class ClientGone(Exception):
+    """The client went away before its request was answered."""
+
+
+class InvalidQuery(ValueError):
+    """A repair-log query parameter is out of range or malformed; ``param`` names it."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class RepairLogError(Exception):
+    """A repair-log operation failed."""
+
+
+class RepairLogUnavailable(RepairLogError):
+    """The backend cannot be reached or written right now."""

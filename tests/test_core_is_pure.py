@@ -46,15 +46,22 @@ def test_core_module_imports_no_io(file: Path) -> None:
     assert not _imports(file) & FORBIDDEN
 
 
+#: What the core may import of the package beyond itself: the one error tree (a pure leaf).
+CORE_MAY_IMPORT = {"proxy.errors"}
+ERROR_TREE = [PROXY / "errors.py", PROXY / "errorshape.py"]
+
+
 def test_core_imports_only_core_modules_of_the_package() -> None:
     for file in CORE:
-        tree = ast.parse(file.read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("proxy"):
-                assert node.module.split(".")[1] == "core", (
-                    file,
-                    node.module,
-                )
+        for module in _proxy_imports(file) - CORE_MAY_IMPORT:
+            assert module.startswith("proxy.core"), (file, module)
+
+
+@pytest.mark.parametrize("file", ERROR_TREE, ids=lambda f: f.name)
+def test_the_error_tree_is_a_pure_leaf(file: Path) -> None:
+    """The core raises its errors from ``proxy/errors.py``: it must stay as pure as the core."""
+    assert not _imports(file) & FORBIDDEN
+    assert _proxy_imports(file) <= {"proxy.errorshape"}
 
 
 RELAY = sorted((PROXY / "relay").rglob("*.py"))

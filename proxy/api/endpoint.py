@@ -48,9 +48,8 @@ from proxy.api.scrub import scrubbed
 from proxy.api.state import RequestState
 from proxy.api.units import UNITS, WireApi, native_unit, unit_for
 from proxy.core.wire import CHAT, Route, Wire
-from proxy.errors import ProxyError, Unauthorized
+from proxy.errors import ClientGone, ProxyError, Unauthorized
 from proxy.relay.asgi import (
-    ClientGone,
     ClientWatch,
     ErrorEvent,
     read_body,

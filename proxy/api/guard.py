@@ -18,11 +18,10 @@ from proxy.api.learned import LearnedStrips
 from proxy.api.state import RequestState
 from proxy.api.units import WireApi
 from proxy.core.forward import forwarded_body, found_at, placed
-from proxy.core.history import MalformedHistory
 from proxy.core.policy import MODES, Outcome, Policy, sanitize
 from proxy.core.rule import Finding, Items
 from proxy.core.wire import Route
-from proxy.errors import BadRequestBody, HistoryRejected
+from proxy.errors import BadRequestBody, HistoryRejected, MalformedHistory
 from proxy.relay.http import inflated
 from proxy.routing import Router, check_model
 from proxy.settings import Settings

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 from proxy.api.replay import read_head
 from proxy.core.wire import Wire
-from proxy.errors import ProxyError, render
+from proxy.errors import UpstreamLacksApi, render
 from proxy.relay.base import RawHeaders, UpstreamResponse
 
 #: A route-miss 404 is short; one longer than this is relayed as it is.
@@ -25,14 +25,6 @@ READ_BYTES = 64 * 1024
 _ABOUT_THE_REQUEST = re.compile(
     rb"model|resp_|conv_|msg_|previous_response|conversation|item|file", re.IGNORECASE
 )
-
-
-class UpstreamLacksApi(ProxyError):
-    """404: the routed upstream answered the wire API's path with a bare 404."""
-
-    status = 404
-    openai_type = "invalid_request_error"
-    code = "upstream_lacks_api"
 
 
 class _Explained:

@@ -12,18 +12,12 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Self, TypeVar
 
+import proxy.errors
+
 T = TypeVar("T")
 Item = dict[str, Any]
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-class MalformedHistory(ValueError):
-    """A body no policy can work on: the proxy always answers 400 (never forwards it)."""
-
-    def __init__(self, message: str, path: str | None) -> None:
-        super().__init__(message)
-        self.path = path
 
 
 class CopyOnWrite:
@@ -141,3 +135,7 @@ class CopyOnWrite:
     def without(self, drop: set[int]) -> Self:
         """The same history without the items at the ``drop`` positions."""
         return self.edited({}, drop)
+
+
+#: Importable from here while core/chat/messages.py still does (the class: proxy.errors).
+MalformedHistory = proxy.errors.MalformedHistory

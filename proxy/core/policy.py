@@ -19,7 +19,8 @@ from proxy.core.engine import sanitize as sanitize  # noqa: PLC0414
 from proxy.core.providers import PROVIDERS, Provider
 from proxy.core.registry import ALL_RULES as RULES
 from proxy.core.registry import EXTRA_DEFAULTS, PIPELINES
-from proxy.core.rule import BadParam, Rule
+from proxy.core.rule import Rule
+from proxy.errors import BadParam
 
 #: The provider dialects, one preset each (their data: :mod:`proxy.core.providers`).
 DIALECTS = tuple(PROVIDERS)

@@ -27,7 +27,6 @@ from typing import Any
 
 from proxy.core.engine import outcome_of
 from proxy.core.forward import forwarded_body
-from proxy.core.history import MalformedHistory
 from proxy.core.learnable import learnable
 from proxy.core.policy import Policy, Setting, build_policy
 from proxy.core.providers import provider_of
@@ -36,6 +35,7 @@ from proxy.core.retry_dialect import with_dialect
 from proxy.core.rule import Finding, Hit, Items, Rule
 from proxy.core.signatures import PROTECTED, Match, Signature, match
 from proxy.core.wire import WIRES, Wire
+from proxy.errors import MalformedHistory
 
 #: Statuses a refused history comes back with (Mistral's schema errors are 422; R6 is 404).
 RETRY_STATUSES = frozenset({400, 404, 422})

@@ -23,10 +23,10 @@ from typing import Any
 
 from proxy.core.errortext import Match
 from proxy.core.forward import forwarded_body
-from proxy.core.history import MalformedHistory
 from proxy.core.policy import DIALECTS, Policy, Setting, build_policy, sanitize
 from proxy.core.rule import Finding
 from proxy.core.wire import Wire
+from proxy.errors import MalformedHistory
 
 #: User overrides to these keep a rule out of the dialect's run too.
 _REFUSED = frozenset({"off", "reject"})

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+import proxy.errors
+
 Params = Mapping[str, Any]
 #: Detectors and repairs take their own API's history type (chat's ``History``, Responses'
 #: ``Items``); the engine only needs what :class:`Items` says.
@@ -42,19 +44,6 @@ class Items(Protocol):
 
 #: Actions every rule accepts besides its own repairs.
 BASE_ACTIONS = ("off", "warn", "reject")
-
-
-class BadParam(ValueError):
-    """A rule parameter whose value the rule cannot work with (raised by ``Rule.check_params``).
-
-    The policy builder turns it into an error naming the config key, so that a bad value fails
-    at start and never at request time.
-    """
-
-    def __init__(self, param: str, problem: str) -> None:
-        super().__init__(f"{param}: {problem}")
-        self.param = param
-        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,3 +159,7 @@ def rule(
         )
 
     return declare
+
+
+#: Importable from here while core/chat/rules/ids.py still does (the class: proxy.errors).
+BadParam = proxy.errors.BadParam

@@ -31,6 +31,7 @@ from proxy.core.views import ItemView
 from proxy.core.views.anthropic import messages_view
 from proxy.core.views.google import content_view
 from proxy.core.views.openai import chat_view, responses_view
+from proxy.errors import AmbiguousBody
 
 ErrorShape = Literal["openai", "anthropic", "google"]
 
@@ -276,10 +277,6 @@ def wire_of_record(path: str | None, body: Any) -> Wire:
         return found
     keys: Mapping[str, Any] = body if type(body) is dict else {}
     return next((w for w in WIRES.values() if w.history_key in keys), CHAT)
-
-
-class AmbiguousBody(ValueError):
-    """A saved body more than one API could have sent (``check`` then needs ``--api``)."""
 
 
 def wire_of_body(body: Any, wanted: str | None = None) -> Wire:

@@ -50,10 +50,6 @@ def unexpected(value: Any) -> str:
     return "sequence" if isinstance(value, list) else "map"
 
 
-class _Lost(ValueError):
-    """The raw bytes do not have the shape the parsed body promised."""
-
-
 class Locator:
     """Finds where serde would stop in the request bytes for a given JSON path."""
 
@@ -66,7 +62,7 @@ class Locator:
         buf = self._buffer()
         try:
             start, end = _find(buf, path)
-        except (_Lost, IndexError):
+        except LookupError:  # the raw bytes do not have the shape the parsed body promised
             return " at line 1 column 0"
         offset = start if peek and buf[start : start + 1] in (b"[", b"{") else end
         line_start = buf.rfind(b"\n", 0, offset) + 1
@@ -92,7 +88,7 @@ def _find(buf: bytes, path: tuple[Step, ...]) -> tuple[int, int]:
                 start, end = child_start, child_end
                 break
         else:
-            raise _Lost(step)
+            raise LookupError(step)
     return start, end
 
 
@@ -104,7 +100,7 @@ def _skip_ws(buf: bytes, i: int) -> int:
 def _string_end(buf: bytes, i: int) -> int:
     match = _STRING.match(buf, i)
     if match is None:
-        raise _Lost(i)
+        raise LookupError(i)
     return match.end()
 
 
@@ -119,7 +115,7 @@ def _value_end(buf: bytes, i: int) -> int:
     while True:
         match = _BRACKET.search(buf, i)
         if match is None:
-            raise _Lost(i)
+            raise LookupError(i)
         if match.group() == b'"':
             i = _string_end(buf, match.start())
             continue
@@ -131,7 +127,7 @@ def _value_end(buf: bytes, i: int) -> int:
 
 def _members(buf: bytes, i: int) -> Iterator[tuple[Step, int, int]]:
     if buf[i : i + 1] != b"{":
-        raise _Lost(i)
+        raise LookupError(i)
     i = _skip_ws(buf, i + 1)
     while buf[i : i + 1] == b'"':
         key_end = _string_end(buf, i)
@@ -147,7 +143,7 @@ def _members(buf: bytes, i: int) -> Iterator[tuple[Step, int, int]]:
 
 def _elements(buf: bytes, i: int) -> Iterator[tuple[Step, int, int]]:
     if buf[i : i + 1] != b"[":
-        raise _Lost(i)
+        raise LookupError(i)
     i = _skip_ws(buf, i + 1)
     index = 0
     while i < len(buf) and buf[i : i + 1] != b"]":

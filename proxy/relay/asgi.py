@@ -10,13 +10,14 @@ from starlette.types import Message, Receive, Scope, Send
 from proxy.endings import Ending
 from proxy.errors import (
     BadRequestBody,
+    ClientGone,
     ProxyError,
     RequestTimeout,
-    Shape,
     UpstreamError,
     UpstreamTimeout,
     render,
 )
+from proxy.errorshape import Shape, event
 from proxy.relay.base import RawHeaders, UpstreamResponse
 
 #: Scope key set once the response has started (the app's error handler must not answer then).
@@ -31,10 +32,6 @@ RESPONSE_STARTED = "toolcall_guard.response_started"
 #: request line says it instead (at warning, :class:`proxy.logs.RequestLog`), and
 #: :class:`proxy.logs.IncompleteOnPurpose` drops uvicorn's line for exactly these requests.
 LEFT_INCOMPLETE: ContextVar[bool] = ContextVar("toolcall_guard_left_incomplete", default=False)
-
-
-class ClientGone(Exception):
-    """The client went away before its request was answered."""
 
 
 async def read_body(receive: Receive, limit: int, seconds: float) -> bytes:
@@ -215,5 +212,5 @@ async def _end_broken_stream(
     send: Send, error: UpstreamError, *, sse: bool, between_events: bool, shape: Shape
 ) -> None:
     if sse and between_events:
-        await send(_body(error.event(shape)))
+        await send(_body(event(error, shape)))
     await send({"type": "http.response.body", "body": b""})

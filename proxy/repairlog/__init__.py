@@ -10,14 +10,8 @@ it from a bounded queue so that recording never slows or fails a proxied request
 
 from __future__ import annotations
 
-from proxy.errors import ConfigError
-from proxy.repairlog.base import (
-    InvalidQuery,
-    RecordQuery,
-    RepairLog,
-    RepairLogError,
-    RepairLogUnavailable,
-)
+from proxy.errors import ConfigError, InvalidQuery, RepairLogError, RepairLogUnavailable
+from proxy.repairlog.base import RecordQuery, RepairLog
 from proxy.repairlog.capture import apply_capture
 from proxy.repairlog.classify import classify_upstream_error
 from proxy.repairlog.diff import record_diff

@@ -1,10 +1,8 @@
 """The repair-log protocol, the query it answers, and the row shape every backend stores.
 
-```
-RepairLogError              anything a backend could not do
-└── RepairLogUnavailable    the backend cannot be reached or written (disk, server, schema)
-InvalidQuery(ValueError)    a bad query parameter; ``.param`` names it
-```
+A backend raises :class:`~proxy.errors.RepairLogUnavailable` when it cannot be reached or written
+(disk, server, schema), :class:`~proxy.errors.RepairLogError` for anything else it could not do;
+a bad query parameter is :class:`~proxy.errors.InvalidQuery` (``.param`` names it).
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from typing import Any, Protocol
 import orjson
 
 from proxy.endings import ENDINGS
+from proxy.errors import InvalidQuery, RepairLogError
 from proxy.repairlog.record import OUTCOMES, Record
 
 MAX_LIMIT = 500
@@ -52,22 +51,6 @@ SUMMARY_JSON_FIELDS = ("rules", "findings")
 BODY_FIELDS = ("upstream_error", "received", "forwarded", "attempts")
 SUMMARY_FIELDS = SCALAR_FIELDS + SUMMARY_JSON_FIELDS
 ALL_FIELDS = SUMMARY_FIELDS + BODY_FIELDS
-
-
-class RepairLogError(Exception):
-    """A repair-log operation failed."""
-
-
-class RepairLogUnavailable(RepairLogError):
-    """The backend cannot be reached or written right now."""
-
-
-class InvalidQuery(ValueError):
-    """A query parameter is out of range or malformed; ``param`` names it."""
-
-    def __init__(self, param: str, message: str) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 def iso(moment: datetime) -> str:

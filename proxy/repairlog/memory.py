@@ -8,15 +8,8 @@ from typing import Any
 
 import orjson
 
-from proxy.repairlog.base import (
-    BODY_FIELDS,
-    RecordQuery,
-    RepairLogUnavailable,
-    dumps,
-    empty_stats,
-    iso,
-    stored,
-)
+from proxy.errors import RepairLogUnavailable
+from proxy.repairlog.base import BODY_FIELDS, RecordQuery, dumps, empty_stats, iso, stored
 from proxy.repairlog.conversation import assign_repeats, repeat_keys
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import cutoff_for

@@ -20,13 +20,8 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
-from proxy.repairlog.base import (
-    RecordQuery,
-    RepairLogError,
-    RepairLogUnavailable,
-    empty_stats,
-    iso,
-)
+from proxy.errors import RepairLogError, RepairLogUnavailable
+from proxy.repairlog.base import RecordQuery, empty_stats, iso
 from proxy.repairlog.carry import Sequences, StoredDigests
 from proxy.repairlog.conversation import RepeatKey, assign_repeats, repeat_keys
 from proxy.repairlog.packing import Packer

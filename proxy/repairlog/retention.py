@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from proxy.repairlog.base import RepairLog, RepairLogError
+from proxy.errors import RepairLogError
+from proxy.repairlog.base import RepairLog
 from proxy.settings import RepairLogSettings
 
 LOGGER = logging.getLogger("toolcall_guard.repairlog")

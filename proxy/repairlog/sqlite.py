@@ -24,13 +24,8 @@ from typing import Any, ParamSpec, TypeVar
 
 import orjson
 
-from proxy.repairlog.base import (
-    RecordQuery,
-    RepairLogError,
-    RepairLogUnavailable,
-    empty_stats,
-    iso,
-)
+from proxy.errors import RepairLogError, RepairLogUnavailable
+from proxy.repairlog.base import RecordQuery, empty_stats, iso
 from proxy.repairlog.carry import Sequences, StoredDigests
 from proxy.repairlog.conversation import assign_repeats, repeat_keys
 from proxy.repairlog.packing import Packer

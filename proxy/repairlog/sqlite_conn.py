@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from proxy.repairlog.base import RepairLogError, RepairLogUnavailable
+from proxy.errors import RepairLogError, RepairLogUnavailable
 from proxy.repairlog.sql import migrations
 
 #: Bound parameters per statement: SQLite's historic minimum limit (SQLITE_MAX_VARIABLE_NUMBER).

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from proxy import metrics
-from proxy.repairlog.base import RepairLog, RepairLogError, RepairLogUnavailable
+from proxy.errors import RepairLogError, RepairLogUnavailable
+from proxy.repairlog.base import RepairLog
 from proxy.repairlog.capture import capture_batch
 from proxy.repairlog.record import Record
 from proxy.repairlog.retention import retain

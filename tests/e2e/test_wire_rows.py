@@ -24,6 +24,7 @@ from proxy.core.registry import ALL_RULES, PIPELINES
 from proxy.core.signatures import match
 from proxy.core.wire import WIRES, Wire, wire_for_path, wire_of_body
 from proxy.errors import BadRequestBody
+from proxy.errorshape import payload
 from proxy.repairlog import apply_capture
 from proxy.settings import load_settings
 from tests.repairlog.records import make_record
@@ -225,7 +226,7 @@ def test_routed_keyed_checked_recorded_diffed_and_drawn(name: str, start: Start)
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_a_refusal_is_retried_through_the_row(name: str, start: Start) -> None:
     wire, sample = WIRES[name], _sample(name, retried=True)
-    refusal = BadRequestBody(sample.refusal).payload(wire.error_shape)
+    refusal = payload(BadRequestBody(sample.refusal), wire.error_shape)
     url, upstream = start([(400, refusal)], rules={sample.rule: "warn"}, preset=sample.preset)
     answer = httpx.post(url + _path(wire, sample), json=sample.body)
     assert answer.status_code == 200, answer.text
@@ -246,7 +247,7 @@ def test_the_proxys_own_errors_come_in_the_rows_shape(name: str, start: Start) -
     assert answer.status_code == 400
     message = answer.json()["error"]["message"]
     assert message.startswith("The request body is not valid JSON")
-    assert answer.json() == BadRequestBody(message).payload(wire.error_shape)
+    assert answer.json() == payload(BadRequestBody(message), wire.error_shape)
     assert not upstream.sent
 
 

@@ -16,8 +16,9 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from proxy.core.history import CopyOnWrite, MalformedHistory
+from proxy.core.history import CopyOnWrite
 from proxy.core.messages.facts import facts_of
+from proxy.errors import MalformedHistory
 
 Item = dict[str, Any]
 Block = dict[str, Any]

@@ -17,7 +17,8 @@ from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from proxy.core.history import CopyOnWrite, MalformedHistory
+from proxy.core.history import CopyOnWrite
+from proxy.errors import MalformedHistory
 
 T = TypeVar("T")
 Item = dict[str, Any]

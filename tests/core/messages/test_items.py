@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from proxy.core.history import MalformedHistory
 from proxy.core.messages.items import Messages, messages_of
 from proxy.core.policy import build_policy
 from proxy.core.wire import MESSAGES, sanitize_body
+from proxy.errors import MalformedHistory
 
 USER = {"role": "user", "content": "Hi"}
 BODY = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [USER]}

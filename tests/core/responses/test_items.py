@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from proxy.core.history import MalformedHistory
 from proxy.core.policy import build_policy
 from proxy.core.responses.items import Items, items_of
 from proxy.core.wire import RESPONSES, sanitize_body
+from proxy.errors import MalformedHistory
 
 OPENAI = build_policy("openai")
 

@@ -19,7 +19,8 @@ from proxy.core.responses.items import (
 from proxy.core.responses.rules.common import answers_a_call
 from proxy.core.responses.rules.facts import tool_facts
 from proxy.core.responses.rules.pairing import SALVAGE_TEXT, salvaged
-from proxy.core.rule import BadParam, Hit, Params, rule
+from proxy.core.rule import Hit, Params, rule
+from proxy.errors import BadParam
 
 #: Synthetic call ids are UUIDv5 in this namespace, as codex derives its synthetic output ids
 #: (codex-rs normalize.rs: changing it would change model-visible ids and void prompt caches).
