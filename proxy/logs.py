@@ -77,11 +77,10 @@ def request_id(sent: bytes | None) -> str:
 class RequestLog:
     """What one request did, filled in while it is handled and written out once at the end."""
 
-    __slots__ = (*FIELDS, "started", "t0")
+    __slots__ = (*FIELDS, "t0")
 
     def __init__(self, method: str, path: str, request_id: str, t0: float) -> None:
         self.t0 = t0
-        self.started = False  # response headers sent to the client
         self.request_id = request_id
         self.method = method
         # A client chooses the path: a line never holds more of it than this.

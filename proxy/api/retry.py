@@ -17,13 +17,10 @@ from proxy.api.guard import dumps, mode_of
 from proxy.api.learned import LearnedStrips, body_reporter
 from proxy.api.replay import Replayed, read_head
 from proxy.api.state import RequestState
-from proxy.core.retry import plan_retry
+from proxy.core.retry import RETRY_STATUSES, plan_retry
 from proxy.relay.base import UpstreamResponse
 from proxy.relay.http import decoded, encoding_of
 from proxy.settings import Settings
-
-#: Statuses a refused history comes back with (Mistral's schema errors are 422).
-RETRY_STATUSES = frozenset({400, 404, 422})
 
 
 class Retry:

@@ -182,9 +182,6 @@ class Signature:
     action: str | None = None
     place: str | None = None  # the field path meant when the text names none (D7)
 
-    def covers(self, row: str) -> bool:
-        return row == self.id or row in self.evidence
-
 
 @dataclass(frozen=True, slots=True)
 class Match:

@@ -251,9 +251,6 @@ class SQLiteRepairLog:
             handle.drop()
             raise
 
-    def _select(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-        return _dicts(self._reader_conn().execute(sql, params))
-
     def _page_sync(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         conn = self._reader_conn()
         rows = _dicts(conn.execute(sql, params))

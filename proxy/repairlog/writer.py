@@ -73,10 +73,6 @@ class RecordWriter:
         self._last_error: str | None = None
 
     @property
-    def queue_depth(self) -> int:
-        return len(self._queue)
-
-    @property
     def pending(self) -> int:
         """Records not yet written: queued, or in the batch being written."""
         return len(self._queue) + self._in_flight

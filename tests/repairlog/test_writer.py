@@ -70,7 +70,7 @@ async def test_a_full_batch_is_written_without_waiting_for_the_interval(
         assert all(writer.submit(make_record(n)) for n in range(3))
         await eventually(lambda: writer.written == 3)
         assert await count(memory_log) == 3
-        assert writer.queue_depth == 0
+        await eventually(lambda: writer.pending == 0)
     finally:
         await writer.stop()
 
@@ -97,7 +97,7 @@ async def test_a_full_queue_drops_and_counts(memory_log: MemoryRepairLog) -> Non
     accepted = [writer.submit(make_record(n)) for n in range(5)]  # nothing runs in between
     assert accepted == [True, True, True, False, False]
     assert writer.dropped == 2
-    assert writer.queue_depth == 3
+    assert writer.pending == 3  # queued: the writer is not started
     assert metric("toolcall_guard_repairlog_dropped_total", reason="queue_full") == before + 2
     assert metric("toolcall_guard_repairlog_queue_depth") == 3
     writer.start()
