@@ -46,12 +46,12 @@ from proxy.repairlog.sql import (
     first_sql,
     get_sql,
     kept_since,
-    migrations,
     page_of,
     page_sql,
     payload_writes,
     stats_sql,
 )
+from proxy.repairlog.tables import migrations
 
 
 def _ts(moment: datetime) -> datetime:
@@ -81,7 +81,7 @@ Pool = AsyncConnectionPool[psycopg.AsyncConnection[Any]]
 
 
 async def _migrate(conn: psycopg.AsyncConnection[Any]) -> None:
-    """Apply the ``schema/postgres_*.sql`` files newer than the recorded version."""
+    """Apply the migrations (:mod:`.tables`) newer than the recorded version."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK])
         await conn.execute(

@@ -1,6 +1,6 @@
-"""SQL shared by the SQLite and PostgreSQL backends: page queries, stats, migrations.
+"""SQL shared by the SQLite and PostgreSQL backends: page queries, stats, retention.
 
-Both schemas have the same shape (see ``schema/*.sql``): ``records`` with the summary columns
+Both schemas have the same shape (see :mod:`.tables`): ``records`` with the summary columns
 first and the bodies last (SQLite then never reads a body's overflow pages for a summary), and
 ``record_rules (rule, created_at, record_id)`` so a rule filter walks one index in page order.
 Pages are keyset-paginated on ``(created_at, id)``: no OFFSET, no scan per page.
@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from importlib import resources
 from typing import Any
 
 from proxy.repairlog.base import (
@@ -197,14 +196,3 @@ def stats_sql(d: Dialect, since: datetime | None) -> tuple[list[tuple[str, str]]
         ("repeats", f"SELECT 'turns', count(*) FROM turns{where}"),
     ]
     return queries, [] if since is None else [d.ts(since)]
-
-
-def migrations(dialect: str) -> list[tuple[int, str]]:
-    """``schema/<dialect>_<NNN>_<name>.sql`` files as (version, SQL), in order."""
-    found = []
-    for entry in resources.files("proxy.repairlog").joinpath("schema").iterdir():
-        name = entry.name
-        if name.startswith(dialect + "_") and name.endswith(".sql"):
-            version = int(name.split("_")[1])
-            found.append((version, entry.read_text(encoding="utf-8")))
-    return sorted(found)

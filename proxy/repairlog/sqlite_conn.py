@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from proxy.errors import RepairLogError, RepairLogUnavailable
-from proxy.repairlog.sql import migrations
+from proxy.repairlog.tables import migrations
 
 #: Bound parameters per statement: SQLite's historic minimum limit (SQLITE_MAX_VARIABLE_NUMBER).
 MAX_VARIABLES = 999
@@ -146,7 +146,7 @@ def _statements(script: str) -> Iterator[str]:
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    """Apply the ``schema/sqlite_*.sql`` files newer than ``PRAGMA user_version``."""
+    """Apply the migrations (:mod:`.tables`) newer than ``PRAGMA user_version``."""
     steps = migrations("sqlite")
     with transaction(conn):
         version = conn.execute("PRAGMA user_version").fetchone()[0]
