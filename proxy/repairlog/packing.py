@@ -1,9 +1,10 @@
 """Packing request bodies into skeletons and payloads (the format is :mod:`.payloads`').
 
 A :class:`Packer` turns each body of a record into a skeleton and collects the payloads it
-references; :func:`pack_bodies` packs a record's bodies, one whole and the others as patches
-against it. With a :class:`~proxy.repairlog.carry.Sequences` memory, a list is compared with
-the one its conversation's previous turn held, and only its new items are hashed. Pure: no I/O.
+references (:func:`~proxy.repairlog.rows.pack_bodies` packs a record's bodies, one whole and
+the others as patches against it). With a :class:`~proxy.repairlog.carry.Sequences` memory, a
+list is compared with the one its conversation's previous turn held, and only its new items are
+hashed. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -258,44 +259,3 @@ def _patch(base: list[bytes], middle: list[bytes], head: int, tail: int) -> dict
     while first < last and head < end and middle[last - 1] == base[end - 1]:
         last, end = last - 1, end - 1
     return {"p": [head, len(base) - end], "t": names(middle[first:last])}
-
-
-def pack_bodies(
-    row: dict[str, Any],
-    packer: Packer,
-    conversation: str | None = None,
-    listed: tuple[Any, bytes] | None = None,
-) -> dict[str, Any]:
-    """``row``'s bodies packed: one whole (against its ``conversation``'s previous turn), the
-    other and each attempt's ``forwarded`` as patches against it; ``findings``, when given, as
-    one value (a repeat's findings are its first record's, stored once).
-
-    The whole one is ``received``, unless ``listed`` (see :attr:`Record.listed`) holds a list of
-    ``forwarded``: its JSON is at hand, so ``forwarded`` is packed whole and ``received`` as
-    the patch (:func:`unpack_bodies` tells which from the skeletons).
-    """
-    out = dict(row)
-    if out.get("findings") is not None:
-        out["findings"] = packer.value(out["findings"])
-    whole, patched = "received", "forwarded"
-    if listed is not None and _holds(out.get("forwarded"), listed[0]):
-        whole, patched = patched, whole
-    base: dict[str, Listed] | None = None
-    if out.get(whole) is not None:
-        out[whole] = packer.body(out[whole], conversation=conversation, listed=listed)
-        base = packer.sequences
-    if out.get(patched) is not None:
-        out[patched] = packer.body(out[patched], base)
-    if out.get("attempts"):
-        out["attempts"] = [_packed_attempt(a, packer, base) for a in out["attempts"]]
-    return out
-
-
-def _holds(body: Any, items: Any) -> bool:
-    return isinstance(body, dict) and any(value is items for value in body.values())
-
-
-def _packed_attempt(attempt: Any, packer: Packer, base: dict[str, Listed] | None) -> Any:
-    if not isinstance(attempt, dict) or attempt.get("forwarded") is None:
-        return attempt
-    return {**attempt, "forwarded": packer.body(attempt["forwarded"], base)}

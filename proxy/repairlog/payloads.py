@@ -32,6 +32,8 @@ from typing import Any
 
 import orjson
 
+from proxy.errors import RepairLogError
+
 #: Item digests per stored chunk of a sequence.
 CHUNK = 16
 DIGEST_SIZE = 12  # 96 bits: no collision in any log's lifetime
@@ -188,7 +190,7 @@ def unpack_findings(rows: Iterable[dict[str, Any]], blobs: Mapping[bytes, bytes]
 
 def unpack_bodies(row: dict[str, Any], blobs: Mapping[bytes, bytes]) -> None:
     """Put ``row``'s bodies back together in place (the inverse of
-    :func:`~proxy.repairlog.packing.pack_bodies`)."""
+    :func:`~proxy.repairlog.rows.pack_bodies`)."""
     unpack_findings([row], blobs)
     whole, patched = "received", "forwarded"
     if _is_patch(row.get("received")):
@@ -202,6 +204,15 @@ def unpack_bodies(row: dict[str, Any], blobs: Mapping[bytes, bytes]) -> None:
     for attempt in row.get("attempts") or ():
         if isinstance(attempt, dict) and attempt.get("forwarded") is not None:
             attempt["forwarded"] = unpack(attempt["forwarded"], blobs, base)
+
+
+def unpack_record(row: dict[str, Any], blobs: Mapping[bytes, bytes]) -> None:
+    """:func:`unpack_bodies` for a record read back: a payload it lacks (taken by retention
+    in between, or lost) is :class:`~proxy.errors.RepairLogError`."""
+    try:
+        unpack_bodies(row, blobs)
+    except KeyError as exc:
+        raise RepairLogError(f"record {row['id']}: a payload is missing") from exc
 
 
 def _is_patch(skeleton: Any) -> bool:

@@ -72,7 +72,7 @@ class Record:
     size: int = field(default=0, repr=False, compare=False)
     #: The forwarded body's history list and its JSON exactly as sent, when the proxy
     #: serialised a repaired body: the writer packs the list without serialising it again
-    #: (:func:`~proxy.repairlog.payloads.pack_bodies`); not stored.
+    #: (:func:`~proxy.repairlog.rows.pack_bodies`); not stored.
     listed: tuple[Any, bytes] | None = field(default=None, repr=False, compare=False)
     #: Which client key sent it (its digest; client keys configured): conversations are told
     #: apart by it, so no client can count its turns on another's conversation; not stored.

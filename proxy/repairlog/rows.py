@@ -1,4 +1,5 @@
-"""Records as database rows (the column order of :data:`~proxy.repairlog.base.ALL_FIELDS`)."""
+"""Records as database rows (the column order of :data:`~proxy.repairlog.base.ALL_FIELDS`), their
+bodies packed (:mod:`.packing`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from proxy.repairlog.base import ALL_FIELDS, dumps, rule_counts
 from proxy.repairlog.conversation import RepeatKey, finding_key
-from proxy.repairlog.packing import Packer, pack_bodies
+from proxy.repairlog.packing import Listed, Packer
 from proxy.repairlog.record import Record, utcnow
 
 #: The columns a backend writes: every field of a record, then the finding key (what a repeat
@@ -77,6 +78,47 @@ def record_row(
         finding_key(record) if key is None else key[1],
         1,
     )
+
+
+def pack_bodies(
+    row: dict[str, Any],
+    packer: Packer,
+    conversation: str | None = None,
+    listed: tuple[Any, bytes] | None = None,
+) -> dict[str, Any]:
+    """``row``'s bodies packed: one whole (against its ``conversation``'s previous turn), the
+    other and each attempt's ``forwarded`` as patches against it; ``findings``, when given, as
+    one value (a repeat's findings are its first record's, stored once).
+
+    The whole one is ``received``, unless ``listed`` (see :attr:`Record.listed`) holds a list of
+    ``forwarded``: its JSON is at hand, so ``forwarded`` is packed whole and ``received`` as
+    the patch (:func:`unpack_bodies` tells which from the skeletons).
+    """
+    out = dict(row)
+    if out.get("findings") is not None:
+        out["findings"] = packer.value(out["findings"])
+    whole, patched = "received", "forwarded"
+    if listed is not None and _holds(out.get("forwarded"), listed[0]):
+        whole, patched = patched, whole
+    base: dict[str, Listed] | None = None
+    if out.get(whole) is not None:
+        out[whole] = packer.body(out[whole], conversation=conversation, listed=listed)
+        base = packer.sequences
+    if out.get(patched) is not None:
+        out[patched] = packer.body(out[patched], base)
+    if out.get("attempts"):
+        out["attempts"] = [_packed_attempt(a, packer, base) for a in out["attempts"]]
+    return out
+
+
+def _holds(body: Any, items: Any) -> bool:
+    return isinstance(body, dict) and any(value is items for value in body.values())
+
+
+def _packed_attempt(attempt: Any, packer: Packer, base: dict[str, Listed] | None) -> Any:
+    if not isinstance(attempt, dict) or attempt.get("forwarded") is None:
+        return attempt
+    return {**attempt, "forwarded": packer.body(attempt["forwarded"], base)}
 
 
 def rule_rows(record: Record, ts: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:

@@ -18,10 +18,9 @@ from proxy.repairlog.base import (
     SCALAR_FIELDS,
     SUMMARY_FIELDS,
     RecordQuery,
+    empty_stats,
     encode_cursor,
 )
-from proxy.repairlog.packing import Packer
-from proxy.repairlog.payloads import stored_blob
 from proxy.repairlog.record import utcnow
 
 
@@ -149,31 +148,19 @@ def kept_since(oldest: datetime | None) -> int:
     return now if oldest is None else min(epoch(oldest), now)
 
 
-@dataclass(frozen=True, slots=True)
-class PayloadWrites:
-    """What a batch writes to ``payloads``, and what its writer learns once it committed."""
-
-    rows: list[tuple[bytes, int, bytes]]  # (digest, last_used, stored blob) to insert
-    stale: list[bytes]  # stored digests whose ``last_used`` is to be set to the batch's time
-    used: dict[bytes, int]  # every referenced digest and its ``last_used`` after the batch
-
-
-def payload_writes(
-    packer: Packer, referenced: set[bytes], stored: dict[bytes, int], now: int
-) -> PayloadWrites:
-    """The payloads of ``referenced`` (what ``packer``'s bodies reference) that are not
-    ``stored`` yet (compressed), and the stored ones whose ``last_used`` is stale (older than
-    ``now`` by more than :data:`LAST_USED_SLACK`)."""
-    rows = [(d, now, stored_blob(packer.payload(d))) for d in referenced - stored.keys()]
-    stale = [d for d, used in stored.items() if used < now - LAST_USED_SLACK]
-    used = {**stored, **dict.fromkeys(stale, now), **{row[0]: now for row in rows}}
-    return PayloadWrites(rows, stale, used)
-
-
 def collect_sql(d: Dialect) -> str:
     """Delete the payloads no kept record can reference; the parameter is the oldest kept
     record's time in Unix seconds (a huge number when none is kept)."""
     return f"DELETE FROM payloads WHERE last_used < {d.ph} - {LAST_USED_SLACK}"
+
+
+def stats_from(since: datetime | None, counts: dict[str, list[tuple[Any, int]]]) -> dict[str, Any]:
+    """``GET /repairs/stats``'s answer from the rows of each :func:`stats_sql` query."""
+    stats = empty_stats(since)
+    stats.update((group, dict(rows)) for group, rows in counts.items())
+    stats["total"] = sum(stats["by_outcome"].values())
+    stats["repeats"] = sum(stats["repeats"].values())
+    return stats
 
 
 def stats_sql(d: Dialect, since: datetime | None) -> tuple[list[tuple[str, str]], list[Any]]:

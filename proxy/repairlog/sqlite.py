@@ -11,51 +11,54 @@ replaced): otherwise a process whose database was removed would keep writing int
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import orjson
 
-from proxy.errors import RepairLogError, RepairLogUnavailable
-from proxy.repairlog.base import RecordQuery, empty_stats, iso
+from proxy.errors import RepairLogUnavailable
+from proxy.repairlog.base import RecordQuery, iso
+from proxy.repairlog.batch import Batch
 from proxy.repairlog.carry import Sequences, StoredDigests
-from proxy.repairlog.conversation import assign_repeats, repeat_keys
-from proxy.repairlog.packing import Packer
 from proxy.repairlog.payloads import (
     chunk_refs,
     findings_refs,
     leaf_refs,
     read_blob,
     skeletons,
-    unpack_bodies,
     unpack_findings,
+    unpack_record,
 )
 from proxy.repairlog.record import Record
-from proxy.repairlog.rows import STORED_FIELDS, cutoff_for, record_row, rule_rows
+from proxy.repairlog.rows import STORED_FIELDS, cutoff_for
 from proxy.repairlog.sql import (
     OLDEST,
     TRUSTED_FOR,
     Dialect,
     bump_sql,
     collect_sql,
-    epoch,
     first_sql,
     get_sql,
     kept_since,
     page_of,
     page_sql,
-    payload_writes,
+    stats_from,
     stats_sql,
 )
-from proxy.repairlog.sqlite_conn import Handle, insert_many, select_in, transaction
+from proxy.repairlog.sqlite_conn import (
+    Handle,
+    guarded,
+    insert_many,
+    run_on,
+    select_in,
+    transaction,
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -157,7 +160,7 @@ class SQLiteRepairLog:
         """
         if self._writer is None:
             raise RepairLogUnavailable("the repair log is not open")
-        await asyncio.to_thread(_guarded, None, self._ping_sync)
+        await asyncio.to_thread(guarded, None, self._ping_sync)
 
     # -- on the writer thread ------------------------------------------------------------
 
@@ -170,33 +173,23 @@ class SQLiteRepairLog:
         if conn is not self._stored_in:  # a file opened anew may not hold what the old held
             self._stored.clear()
             self._stored_in = conn
+        batch = Batch(records, self._sequences, self._stored)
         with transaction(conn):
-            keys = repeat_keys(records)
             known = {}
-            for key in set(keys.values()):
+            for key in batch.lookups():
                 row = conn.execute(first_sql(DIALECT), list(key)).fetchone()
                 if row is not None:
                     known[key] = row[0]
-            bumps = assign_repeats(records, keys, known)
-            packer = Packer(self._sequences)
-            firsts = [r for r in records if r.repeat_of is None]
-            repeats = [r for r in records if r.repeat_of is not None]
-            latest = epoch(max(r.created_at for r in records))
-            insert_many(conn, INSERT, [record_row(r, iso, bytes, packer, keys) for r in firsts])
-            turns = [record_row(r, iso, bytes, packer, keys) for r in repeats]
+            firsts, turns, rules = batch.rows(known, iso, bytes)
+            insert_many(conn, INSERT, firsts)
             insert_many(conn, INSERT_TURN, turns)
-            insert_many(conn, INSERT_RULE, [row for r in firsts for row in rule_rows(r, iso)])
-            referenced = packer.referenced(partial(self._stored.trusts, now=latest))
-            fresh = self._stored.fresh(referenced, latest)
-            stored = _last_used(conn, [d for d in referenced if d not in fresh])
-            writes = payload_writes(packer, referenced, {**stored, **fresh}, latest)
+            insert_many(conn, INSERT_RULE, rules)
+            writes = batch.payloads(_last_used(conn, batch.unsure()))
             insert_many(conn, INSERT_PAYLOAD, writes.rows)
             touch = "UPDATE payloads SET last_used = ? WHERE digest IN "
-            select_in(conn, touch, writes.stale, [latest])
-            for first, (count, seen) in bumps.items():
-                conn.execute(bump_sql(DIALECT), [count, iso(seen), iso(seen), first])
-        self._stored.update(writes.used)  # committed
-        packer.confirm(writes.used, self._stored.generation)
+            select_in(conn, touch, writes.stale, [batch.latest])
+            conn.executemany(bump_sql(DIALECT), batch.bumps(iso))
+        batch.committed()
 
     def _delete_sync(self, where: str, params: list[Any]) -> int:
         """Delete the records ``where`` names, then the payloads no kept record references."""
@@ -272,55 +265,22 @@ class SQLiteRepairLog:
                 bodies = skeletons(row)
                 blobs = _blobs(conn, chunk_refs(bodies))
                 blobs.update(_blobs(conn, leaf_refs(bodies, blobs)))
-                try:
-                    unpack_bodies(row, blobs)
-                except KeyError as exc:
-                    raise RepairLogError(f"record {record_id}: a payload is missing") from exc
+                unpack_record(row, blobs)
             return row
         finally:
             conn.execute("COMMIT")
 
     def _stats_sync(self, since: datetime | None) -> dict[str, Any]:
         conn = self._reader_conn()
-        stats = empty_stats(since)
         queries, params = stats_sql(DIALECT, since)
-        for group, sql in queries:
-            stats[group] = {key: count for key, count in conn.execute(sql, params)}
-        stats["total"] = sum(stats["by_outcome"].values())
-        stats["repeats"] = sum(stats["repeats"].values())
-        return stats
+        return stats_from(
+            since, {group: conn.execute(sql, params).fetchall() for group, sql in queries}
+        )
 
     # -- dispatch ------------------------------------------------------------------------
 
     async def _on_writer(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._run(self._writer, self._write_handle, fn, *args, **kwargs)
+        return await run_on(self._writer, self._write_handle, fn, *args, **kwargs)
 
     async def _on_reader(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._run(self._readers, None, fn, *args, **kwargs)
-
-    async def _run(
-        self,
-        pool: ThreadPoolExecutor | None,
-        handle: Handle | None,
-        fn: Callable[P, T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        if pool is None:
-            raise RepairLogUnavailable("the repair log is not open")
-        job = functools.partial(_guarded, handle, fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(pool, job)
-
-
-def _guarded(handle: Handle | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run ``fn``; a database or file error drops the writer's connection (the next call
-    re-opens it) and becomes :class:`RepairLogUnavailable`, except an error about the data
-    itself (trying it again cannot help): that one is a plain :class:`RepairLogError`."""
-    try:
-        return fn(*args, **kwargs)
-    except (sqlite3.Error, OSError) as exc:
-        if handle is not None:
-            handle.drop()
-        if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError):
-            raise RepairLogError(f"sqlite: {exc}") from exc
-        raise RepairLogUnavailable(f"sqlite: {exc}") from exc
+        return await run_on(self._readers, None, fn, *args, **kwargs)

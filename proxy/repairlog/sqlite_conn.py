@@ -1,18 +1,26 @@
 """SQLite connections: one per thread, re-opened when the file at the path changed under it,
-in WAL mode; the schema migrations the writer's connection applies when it opens; and the
-statements the writer runs, in few shapes (:func:`insert_many`, :func:`select_in`)."""
+in WAL mode; the schema migrations the writer's connection applies when it opens; the
+statements the writer runs, in few shapes (:func:`insert_many`, :func:`select_in`); and the
+calls on the backend's threads, whose database errors become the repair log's
+(:func:`run_on`, :func:`guarded`)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from proxy.errors import RepairLogError, RepairLogUnavailable
 from proxy.repairlog.tables import migrations
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 #: Bound parameters per statement: SQLite's historic minimum limit (SQLITE_MAX_VARIABLE_NUMBER).
 MAX_VARIABLES = 999
@@ -157,3 +165,31 @@ def _migrate(conn: sqlite3.Connection) -> None:
                 for statement in _statements(script):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
+
+
+async def run_on(
+    pool: ThreadPoolExecutor | None,
+    handle: Handle | None,
+    fn: Callable[P, T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """``fn`` on a thread of ``pool`` (:func:`guarded`, with ``handle``)."""
+    if pool is None:
+        raise RepairLogUnavailable("the repair log is not open")
+    job = partial(guarded, handle, fn, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(pool, job)
+
+
+def guarded(handle: Handle | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``fn``; a database or file error drops the writer's connection (the next call
+    re-opens it) and becomes :class:`RepairLogUnavailable`, except an error about the data
+    itself (trying it again cannot help): that one is a plain :class:`RepairLogError`."""
+    try:
+        return fn(*args, **kwargs)
+    except (sqlite3.Error, OSError) as exc:
+        if handle is not None:
+            handle.drop()
+        if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError):
+            raise RepairLogError(f"sqlite: {exc}") from exc
+        raise RepairLogUnavailable(f"sqlite: {exc}") from exc

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.repairlog.carry import Packed, Sequences, StoredDigests, shared_prefix
-from proxy.repairlog.packing import Packer, pack_bodies
+from proxy.repairlog.packing import Packer
 from proxy.repairlog.payloads import CHUNK, unpack_bodies
+from proxy.repairlog.rows import pack_bodies
 from proxy.repairlog.sql import LAST_USED_SLACK, TRUSTED_FOR, kept_since
 from proxy.repairlog.sqlite_conn import statement_sizes
 

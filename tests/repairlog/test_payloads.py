@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from proxy.repairlog import Record, RecordQuery, RepairLog
-from proxy.repairlog.packing import Packer, pack_bodies
+from proxy.repairlog.packing import Packer
 from proxy.repairlog.payloads import CHUNK, chunk_refs, leaf_refs, unpack
+from proxy.repairlog.rows import pack_bodies
 from tests.repairlog.records import T0
 
 pytestmark = pytest.mark.anyio
