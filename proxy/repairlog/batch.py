@@ -108,7 +108,7 @@ class Batch:
         return writes
 
     def bumps(self, ts: Callable[[datetime], Any]) -> list[list[Any]]:
-        """:func:`~proxy.repairlog.sql.bump_sql`'s parameters for each first record repeated."""
+        """:meth:`~proxy.repairlog.sql.Dialect.bump`'s parameters for each first record repeated."""
         return [[count, ts(seen), ts(seen), first] for first, (count, seen) in self._bumps.items()]
 
     def committed(self) -> None:

@@ -18,18 +18,10 @@ import psycopg
 from psycopg.rows import dict_row
 
 from proxy.errors import RepairLogUnavailable
+from proxy.repairlog import payloads
 from proxy.repairlog.base import RecordQuery, iso
 from proxy.repairlog.batch import Batch
 from proxy.repairlog.carry import Sequences, StoredDigests
-from proxy.repairlog.payloads import (
-    chunk_refs,
-    findings_refs,
-    leaf_refs,
-    read_blob,
-    skeletons,
-    unpack_findings,
-    unpack_record,
-)
 from proxy.repairlog.postgres_conn import Connections
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import STORED_FIELDS, cutoff_for
@@ -37,15 +29,9 @@ from proxy.repairlog.sql import (
     OLDEST,
     TRUSTED_FOR,
     Dialect,
-    bump_sql,
-    collect_sql,
-    first_sql,
-    get_sql,
     kept_since,
     page_of,
-    page_sql,
     stats_from,
-    stats_sql,
 )
 
 
@@ -91,7 +77,8 @@ def _text(value: Any) -> Any:
 
 async def _blobs(conn: psycopg.AsyncConnection[Any], digests: set[bytes]) -> dict[bytes, bytes]:
     cur = await conn.execute(SELECT_BLOBS, [list(digests)])
-    return {bytes(digest): read_blob(bytes(body)) for digest, body in await cur.fetchall()}
+    found = await cur.fetchall()
+    return {bytes(digest): payloads.read_blob(bytes(body)) for digest, body in found}
 
 
 class PostgresRepairLog:
@@ -120,7 +107,7 @@ class PostgresRepairLog:
         async with self._db.connection() as conn, conn.transaction(), conn.cursor() as cur:
             known = {}
             for key in batch.lookups():
-                await cur.execute(first_sql(DIALECT).encode(), list(key))
+                await cur.execute(DIALECT.first().encode(), list(key))
                 row = await cur.fetchone()
                 if row is not None:
                     known[key] = row[0]
@@ -136,7 +123,7 @@ class PostgresRepairLog:
             await cur.executemany(INSERT_PAYLOAD, writes.rows)
             if writes.stale:
                 await cur.execute(TOUCH, [batch.latest, writes.stale])
-            await cur.executemany(bump_sql(DIALECT).encode(), batch.bumps(_ts))
+            await cur.executemany(DIALECT.bump().encode(), batch.bumps(_ts))
         batch.committed()
 
     async def get(self, record_id: str) -> dict[str, Any] | None:
@@ -144,33 +131,33 @@ class PostgresRepairLog:
             # One snapshot: retention cannot take a payload between the reads.
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             async with conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(get_sql(DIALECT).encode(), [record_id])
+                await cur.execute(DIALECT.record().encode(), [record_id])
                 found = await cur.fetchone()
                 if found is None:
-                    await cur.execute(get_sql(DIALECT, "turns").encode(), [record_id])
+                    await cur.execute(DIALECT.record("turns").encode(), [record_id])
                     found = await cur.fetchone()
             if found is None:
                 return None
             row = _loaded(found)
             if row.pop("packed"):
-                bodies = skeletons(row)
-                blobs = await _blobs(conn, chunk_refs(bodies))
-                blobs.update(await _blobs(conn, leaf_refs(bodies, blobs)))
-                unpack_record(row, blobs)
+                bodies = payloads.skeletons(row)
+                blobs = await _blobs(conn, payloads.chunk_refs(bodies))
+                blobs.update(await _blobs(conn, payloads.leaf_refs(bodies, blobs)))
+                payloads.unpack_record(row, blobs)
             return row
 
     async def query(self, q: RecordQuery) -> tuple[list[dict[str, Any]], str | None]:
-        sql, params = page_sql(q, DIALECT)
+        sql, params = DIALECT.page(q)
         async with self._db.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(sql.encode(), params)
             rows = [_loaded(row) for row in await cur.fetchall()]
-            refs = findings_refs(rows)
+            refs = payloads.findings_refs(rows)
             if refs:
-                unpack_findings(rows, await _blobs(conn, refs))
+                payloads.unpack_findings(rows, await _blobs(conn, refs))
         return page_of(rows, q.limit)
 
     async def stats(self, since: datetime | None) -> dict[str, Any]:
-        queries, params = stats_sql(DIALECT, since)
+        queries, params = DIALECT.stats(since)
         counts = {}
         async with self._db.connection() as conn:
             for group, sql in queries:
@@ -217,7 +204,7 @@ class PostgresRepairLog:
         cur = await conn.execute(OLDEST.encode())
         row = await cur.fetchone()
         kept = kept_since(None if row is None else row[0])
-        await conn.execute(collect_sql(DIALECT).encode(), [kept])
+        await conn.execute(DIALECT.collect().encode(), [kept])
 
     async def ping(self) -> None:
         """On a pooled connection beside the writer's; a table someone keeps locked is reported

@@ -26,64 +26,111 @@ from proxy.repairlog.record import utcnow
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
-    """What differs between the two SQL backends."""
+    """What differs between the two SQL backends, and the statements both run, in its terms."""
 
     name: str
     ph: str  # the parameter placeholder
     ts: Callable[[datetime], Any]  # a datetime as a query parameter
     json: Callable[[str], str]  # a JSON column as selected text
 
-
-def columns(d: Dialect, names: tuple[str, ...], alias: str = "r") -> str:
-    scalars = set(SCALAR_FIELDS) | {"upstream_error", "packed"}
-    return ", ".join(
-        f"{alias}.{name}" if name in scalars else d.json(f"{alias}.{name}") for name in names
-    )
-
-
-def page_sql(q: RecordQuery, d: Dialect) -> tuple[str, list[Any]]:
-    """One page of summaries (``limit + 1`` rows, the extra one says there is a next page)."""
-    where: list[str] = []
-    params: list[Any] = []
-    if q.rule is not None:
-        # Driven by the (rule, created_at, record_id) key: the join only fetches page rows.
-        source = "record_rules k CROSS JOIN records r"
-        when, key = "k.created_at", "k.record_id"
-        where += [f"k.rule = {d.ph}", "r.id = k.record_id"]
-        params.append(q.rule)
-    elif q.conversation is not None:
-        # A conversation's turns: its first records and the repeats stored in ``turns``.
-        names = ", ".join(SUMMARY_FIELDS)
-        source = (
-            f"(SELECT {names} FROM records WHERE conversation = {d.ph}"
-            f" UNION ALL SELECT {names} FROM turns WHERE conversation = {d.ph}) r"
+    def columns(self, names: tuple[str, ...], alias: str = "r") -> str:
+        scalars = set(SCALAR_FIELDS) | {"upstream_error", "packed"}
+        return ", ".join(
+            f"{alias}.{name}" if name in scalars else self.json(f"{alias}.{name}") for name in names
         )
-        params += [q.conversation, q.conversation]
-        when, key = "r.created_at", "r.id"
-    else:
-        source = "records r"
-        when, key = "r.created_at", "r.id"
-    if q.conversation is not None and q.rule is not None:
-        where.append(f"r.conversation = {d.ph}")
-        params.append(q.conversation)
-    for name, value in q.filters().items():
-        where.append(f"r.{name} = {d.ph}")
-        params.append(value)
-    if q.since is not None:
-        where.append(f"{when} >= {d.ph}")
-        params.append(d.ts(q.since))
-    if q.until is not None:
-        where.append(f"{when} < {d.ph}")
-        params.append(d.ts(q.until))
-    if q.after is not None:
-        where.append(f"({when}, {key}) < ({d.ph}, {d.ph})")
-        params += [d.ts(q.after[0]), q.after[1]]
-    sql = f"SELECT {columns(d, SUMMARY_FIELDS)} FROM {source}"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += f" ORDER BY {when} DESC, {key} DESC LIMIT {d.ph}"
-    params.append(q.limit + 1)
-    return sql, params
+
+    def page(self, q: RecordQuery) -> tuple[str, list[Any]]:
+        """One page of summaries (``limit + 1`` rows, the extra one says there is a next page)."""
+        where: list[str] = []
+        params: list[Any] = []
+        if q.rule is not None:
+            # Driven by the (rule, created_at, record_id) key: the join only fetches page rows.
+            source = "record_rules k CROSS JOIN records r"
+            when, key = "k.created_at", "k.record_id"
+            where += [f"k.rule = {self.ph}", "r.id = k.record_id"]
+            params.append(q.rule)
+        elif q.conversation is not None:
+            # A conversation's turns: its first records and the repeats stored in ``turns``.
+            names = ", ".join(SUMMARY_FIELDS)
+            source = (
+                f"(SELECT {names} FROM records WHERE conversation = {self.ph}"
+                f" UNION ALL SELECT {names} FROM turns WHERE conversation = {self.ph}) r"
+            )
+            params += [q.conversation, q.conversation]
+            when, key = "r.created_at", "r.id"
+        else:
+            source = "records r"
+            when, key = "r.created_at", "r.id"
+        if q.conversation is not None and q.rule is not None:
+            where.append(f"r.conversation = {self.ph}")
+            params.append(q.conversation)
+        for name, value in q.filters().items():
+            where.append(f"r.{name} = {self.ph}")
+            params.append(value)
+        if q.since is not None:
+            where.append(f"{when} >= {self.ph}")
+            params.append(self.ts(q.since))
+        if q.until is not None:
+            where.append(f"{when} < {self.ph}")
+            params.append(self.ts(q.until))
+        if q.after is not None:
+            where.append(f"({when}, {key}) < ({self.ph}, {self.ph})")
+            params += [self.ts(q.after[0]), q.after[1]]
+        sql = f"SELECT {self.columns(SUMMARY_FIELDS)} FROM {source}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY {when} DESC, {key} DESC LIMIT {self.ph}"
+        params.append(q.limit + 1)
+        return sql, params
+
+    def record(self, table: str = "records") -> str:
+        """One whole record (of ``records`` or ``turns``), with ``packed`` (whether its bodies are
+        skeletons) last."""
+        return (
+            f"SELECT {self.columns((*ALL_FIELDS, 'packed'))} FROM {table} r WHERE r.id = {self.ph}"
+        )
+
+    def first(self) -> str:
+        """The first record of a conversation with a finding key (what a repeat points at)."""
+        return (
+            f"SELECT id FROM records WHERE conversation = {self.ph} AND finding_key = {self.ph}"
+            " ORDER BY created_at, id LIMIT 1"
+        )
+
+    def bump(self) -> str:
+        """Count ``n`` repeats on a first record, last seen at ``moment``: parameters (n,
+        moment, moment, id)."""
+        ph = self.ph
+        return (
+            f"UPDATE records SET repeats = repeats + {ph}, last_seen = CASE WHEN last_seen IS NULL"
+            f" OR last_seen < {ph} THEN {ph} ELSE last_seen END WHERE id = {ph}"
+        )
+
+    def collect(self) -> str:
+        """Delete the payloads no kept record can reference; the parameter is the oldest kept
+        record's time in Unix seconds (a huge number when none is kept)."""
+        return f"DELETE FROM payloads WHERE last_used < {self.ph} - {LAST_USED_SLACK}"
+
+    def stats(self, since: datetime | None) -> tuple[list[tuple[str, str]], list[Any]]:
+        """(group name, SQL) pairs answering ``GROUP BY`` counts, and the parameters of each."""
+        cond = "" if since is None else f"created_at >= {self.ph}"
+        where = f" WHERE {cond}" if cond else ""
+        kinds = " AND ".join(filter(None, ["upstream_error_kind IS NOT NULL", cond]))
+        endings = " AND ".join(filter(None, ["ending IS NOT NULL", cond]))
+        queries = [
+            ("by_outcome", f"SELECT outcome, count(*) FROM records{where} GROUP BY outcome"),
+            ("by_upstream", f"SELECT upstream, count(*) FROM records{where} GROUP BY upstream"),
+            ("by_rule", f"SELECT rule, count(*) FROM record_rules{where} GROUP BY rule"),
+            (
+                "by_error_kind",
+                f"SELECT upstream_error_kind, count(*) FROM records WHERE {kinds}"
+                " GROUP BY upstream_error_kind",
+            ),
+            ("by_ending", f"SELECT ending, count(*) FROM records WHERE {endings} GROUP BY ending"),
+            # Repeats live in ``turns``, counted on their first records: how many there were.
+            ("repeats", f"SELECT 'turns', count(*) FROM turns{where}"),
+        ]
+        return queries, [] if since is None else [self.ts(since)]
 
 
 def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], str | None]:
@@ -93,28 +140,6 @@ def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]
     rows = rows[:limit]
     last = rows[-1]
     return rows, encode_cursor(last["created_at"], last["id"])
-
-
-def get_sql(d: Dialect, table: str = "records") -> str:
-    """One whole record (of ``records`` or ``turns``), with ``packed`` (whether its bodies are
-    skeletons) last."""
-    return f"SELECT {columns(d, (*ALL_FIELDS, 'packed'))} FROM {table} r WHERE r.id = {d.ph}"
-
-
-def first_sql(d: Dialect) -> str:
-    """The first record of a conversation with a finding key (what a repeat points at)."""
-    return (
-        f"SELECT id FROM records WHERE conversation = {d.ph} AND finding_key = {d.ph}"
-        " ORDER BY created_at, id LIMIT 1"
-    )
-
-
-def bump_sql(d: Dialect) -> str:
-    """Count ``n`` repeats on a first record, last seen at ``moment``: (n, moment, moment, id)."""
-    return (
-        f"UPDATE records SET repeats = repeats + {d.ph}, last_seen = CASE WHEN last_seen IS NULL"
-        f" OR last_seen < {d.ph} THEN {d.ph} ELSE last_seen END WHERE id = {d.ph}"
-    )
 
 
 #: The time of the oldest record or turn kept (NULL when there is none).
@@ -148,38 +173,10 @@ def kept_since(oldest: datetime | None) -> int:
     return now if oldest is None else min(epoch(oldest), now)
 
 
-def collect_sql(d: Dialect) -> str:
-    """Delete the payloads no kept record can reference; the parameter is the oldest kept
-    record's time in Unix seconds (a huge number when none is kept)."""
-    return f"DELETE FROM payloads WHERE last_used < {d.ph} - {LAST_USED_SLACK}"
-
-
 def stats_from(since: datetime | None, counts: dict[str, list[tuple[Any, int]]]) -> dict[str, Any]:
-    """``GET /repairs/stats``'s answer from the rows of each :func:`stats_sql` query."""
+    """``GET /repairs/stats``'s answer from the rows of each :meth:`Dialect.stats` query."""
     stats = empty_stats(since)
     stats.update((group, dict(rows)) for group, rows in counts.items())
     stats["total"] = sum(stats["by_outcome"].values())
     stats["repeats"] = sum(stats["repeats"].values())
     return stats
-
-
-def stats_sql(d: Dialect, since: datetime | None) -> tuple[list[tuple[str, str]], list[Any]]:
-    """(group name, SQL) pairs answering ``GROUP BY`` counts, and the parameters of each."""
-    cond = "" if since is None else f"created_at >= {d.ph}"
-    where = f" WHERE {cond}" if cond else ""
-    kinds = " AND ".join(filter(None, ["upstream_error_kind IS NOT NULL", cond]))
-    endings = " AND ".join(filter(None, ["ending IS NOT NULL", cond]))
-    queries = [
-        ("by_outcome", f"SELECT outcome, count(*) FROM records{where} GROUP BY outcome"),
-        ("by_upstream", f"SELECT upstream, count(*) FROM records{where} GROUP BY upstream"),
-        ("by_rule", f"SELECT rule, count(*) FROM record_rules{where} GROUP BY rule"),
-        (
-            "by_error_kind",
-            f"SELECT upstream_error_kind, count(*) FROM records WHERE {kinds}"
-            " GROUP BY upstream_error_kind",
-        ),
-        ("by_ending", f"SELECT ending, count(*) FROM records WHERE {endings} GROUP BY ending"),
-        # Repeats live in ``turns``, counted on their first records: how many there were.
-        ("repeats", f"SELECT 'turns', count(*) FROM turns{where}"),
-    ]
-    return queries, [] if since is None else [d.ts(since)]

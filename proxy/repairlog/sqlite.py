@@ -23,33 +23,19 @@ from typing import Any, ParamSpec, TypeVar
 import orjson
 
 from proxy.errors import RepairLogUnavailable
+from proxy.repairlog import payloads
 from proxy.repairlog.base import RecordQuery, iso
 from proxy.repairlog.batch import Batch
 from proxy.repairlog.carry import Sequences, StoredDigests
-from proxy.repairlog.payloads import (
-    chunk_refs,
-    findings_refs,
-    leaf_refs,
-    read_blob,
-    skeletons,
-    unpack_findings,
-    unpack_record,
-)
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import STORED_FIELDS, cutoff_for
 from proxy.repairlog.sql import (
     OLDEST,
     TRUSTED_FOR,
     Dialect,
-    bump_sql,
-    collect_sql,
-    first_sql,
-    get_sql,
     kept_since,
     page_of,
-    page_sql,
     stats_from,
-    stats_sql,
 )
 from proxy.repairlog.sqlite_conn import (
     Handle,
@@ -89,7 +75,9 @@ def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
 
 def _blobs(conn: sqlite3.Connection, digests: set[bytes]) -> dict[bytes, bytes]:
     sql = "SELECT digest, body FROM payloads WHERE digest IN "
-    return {digest: read_blob(body) for digest, body in select_in(conn, sql, list(digests))}
+    return {
+        digest: payloads.read_blob(body) for digest, body in select_in(conn, sql, list(digests))
+    }
 
 
 def _last_used(conn: sqlite3.Connection, digests: list[bytes]) -> dict[bytes, int]:
@@ -138,7 +126,7 @@ class SQLiteRepairLog:
         return await self._on_reader(self._get_sync, record_id)
 
     async def query(self, q: RecordQuery) -> tuple[list[dict[str, Any]], str | None]:
-        sql, params = page_sql(q, DIALECT)
+        sql, params = DIALECT.page(q)
         return page_of(await self._on_reader(self._page_sync, sql, params), q.limit)
 
     async def stats(self, since: datetime | None) -> dict[str, Any]:
@@ -177,7 +165,7 @@ class SQLiteRepairLog:
         with transaction(conn):
             known = {}
             for key in batch.lookups():
-                row = conn.execute(first_sql(DIALECT), list(key)).fetchone()
+                row = conn.execute(DIALECT.first(), list(key)).fetchone()
                 if row is not None:
                     known[key] = row[0]
             firsts, turns, rules = batch.rows(known, iso, bytes)
@@ -188,7 +176,7 @@ class SQLiteRepairLog:
             insert_many(conn, INSERT_PAYLOAD, writes.rows)
             touch = "UPDATE payloads SET last_used = ? WHERE digest IN "
             select_in(conn, touch, writes.stale, [batch.latest])
-            conn.executemany(bump_sql(DIALECT), batch.bumps(iso))
+            conn.executemany(DIALECT.bump(), batch.bumps(iso))
         batch.committed()
 
     def _delete_sync(self, where: str, params: list[Any]) -> int:
@@ -203,7 +191,7 @@ class SQLiteRepairLog:
                 self._stored.clear()
                 oldest = conn.execute(OLDEST).fetchone()[0]
                 kept = kept_since(None if oldest is None else datetime.fromisoformat(oldest))
-                conn.execute(collect_sql(DIALECT), [kept])
+                conn.execute(DIALECT.collect(), [kept])
             return deleted
 
     def _prune_sync(self, retention_days: float, max_records: int) -> int:
@@ -247,32 +235,32 @@ class SQLiteRepairLog:
     def _page_sync(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         conn = self._reader_conn()
         rows = _dicts(conn.execute(sql, params))
-        refs = findings_refs(rows)
+        refs = payloads.findings_refs(rows)
         if refs:
-            unpack_findings(rows, _blobs(conn, refs))
+            payloads.unpack_findings(rows, _blobs(conn, refs))
         return rows
 
     def _get_sync(self, record_id: str) -> dict[str, Any] | None:
         conn = self._reader_conn()
         conn.execute("BEGIN")  # one snapshot: retention cannot take a payload between reads
         try:
-            rows = _dicts(conn.execute(get_sql(DIALECT), [record_id]))
-            rows = rows or _dicts(conn.execute(get_sql(DIALECT, "turns"), [record_id]))
+            rows = _dicts(conn.execute(DIALECT.record(), [record_id]))
+            rows = rows or _dicts(conn.execute(DIALECT.record("turns"), [record_id]))
             if not rows:
                 return None
             row = rows[0]
             if row.pop("packed"):
-                bodies = skeletons(row)
-                blobs = _blobs(conn, chunk_refs(bodies))
-                blobs.update(_blobs(conn, leaf_refs(bodies, blobs)))
-                unpack_record(row, blobs)
+                bodies = payloads.skeletons(row)
+                blobs = _blobs(conn, payloads.chunk_refs(bodies))
+                blobs.update(_blobs(conn, payloads.leaf_refs(bodies, blobs)))
+                payloads.unpack_record(row, blobs)
             return row
         finally:
             conn.execute("COMMIT")
 
     def _stats_sync(self, since: datetime | None) -> dict[str, Any]:
         conn = self._reader_conn()
-        queries, params = stats_sql(DIALECT, since)
+        queries, params = DIALECT.stats(since)
         return stats_from(
             since, {group: conn.execute(sql, params).fetchall() for group, sql in queries}
         )

@@ -19,7 +19,6 @@ from proxy.repairlog import RecordQuery, RepairLog, open_repair_log
 from proxy.repairlog import postgres as pg_backend
 from proxy.repairlog import sqlite as sqlite_backend
 from proxy.repairlog.base import encode_cursor
-from proxy.repairlog.sql import page_sql
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -115,13 +114,13 @@ LOG_KEY = pytest.StashKey[RepairLog]()
 
 
 def sqlite_plan(path: str, q: RecordQuery) -> list[str]:
-    sql, params = page_sql(q, sqlite_backend.DIALECT)
+    sql, params = sqlite_backend.DIALECT.page(q)
     with sqlite3.connect(path) as conn:
         return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
 
 
 def pg_plan(url: str, q: RecordQuery) -> str:
-    sql, params = page_sql(q, pg_backend.DIALECT)
+    sql, params = pg_backend.DIALECT.page(q)
     with psycopg.connect(url) as conn:
         rows = conn.execute(b"EXPLAIN " + sql.encode(), params).fetchall()
     return "\n".join(row[0] for row in rows)
