@@ -12,7 +12,7 @@ transaction committed, the writer's memories (:mod:`.carry`) learn what is store
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -23,7 +23,7 @@ from proxy.repairlog.packing import Packer
 from proxy.repairlog.payloads import stored_blob
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import record_row, rule_rows
-from proxy.repairlog.sql import LAST_USED_SLACK, epoch
+from proxy.repairlog.sql import LAST_USED_SLACK, TRUSTED_FOR, epoch
 
 Rows = list[tuple[Any, ...]]
 
@@ -49,19 +49,30 @@ def payload_writes(
     return PayloadWrites(rows, stale, used)
 
 
+@dataclass(slots=True)
+class Memory:
+    """What a backend's writer remembers between batches (:mod:`.carry`), used by one batch at a
+    time; :meth:`forget_stored` when the database may not hold what it held (records deleted, a
+    new connection to what may be another database)."""
+
+    sequences: Sequences = field(default_factory=Sequences)
+    stored: StoredDigests = field(default_factory=lambda: StoredDigests(TRUSTED_FOR))
+
+    def forget_stored(self) -> None:
+        self.stored.clear()
+
+
 class Batch:
     """The steps of writing ``records``, in order: :meth:`lookups`, :meth:`rows`,
     :meth:`unsure`, :meth:`payloads`, :meth:`bumps`, then :meth:`committed` after the commit."""
 
-    def __init__(
-        self, records: Sequence[Record], sequences: Sequences, stored: StoredDigests
-    ) -> None:
+    def __init__(self, records: Sequence[Record], memory: Memory) -> None:
         self.records = records
         self.keys = repeat_keys(records)
         #: The batch's time, as the ``last_used`` of the payloads it references.
         self.latest = epoch(max(r.created_at for r in records))
-        self.packer = Packer(sequences)
-        self._stored = stored
+        self.packer = Packer(memory.sequences)
+        self._stored = memory.stored
         self._bumps: dict[str, tuple[int, datetime]] = {}
         self._referenced: set[bytes] = set()
         self._fresh: dict[bytes, int] = {}

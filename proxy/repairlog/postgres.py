@@ -20,14 +20,12 @@ from psycopg.rows import dict_row
 from proxy.errors import RepairLogUnavailable
 from proxy.repairlog import payloads
 from proxy.repairlog.base import RecordQuery, iso
-from proxy.repairlog.batch import Batch
-from proxy.repairlog.carry import Sequences, StoredDigests
+from proxy.repairlog.batch import Batch, Memory
 from proxy.repairlog.postgres_conn import Connections
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import STORED_FIELDS, cutoff_for
 from proxy.repairlog.sql import (
     OLDEST,
-    TRUSTED_FOR,
     Dialect,
     kept_since,
     page_of,
@@ -89,9 +87,8 @@ class PostgresRepairLog:
 
     def __init__(self, url: str, *, timeout: float = 5.0, max_size: int = 4) -> None:
         self.url = url
-        self._sequences = Sequences()  # one batch at a time (see proxy.repairlog.carry)
-        self._stored = StoredDigests(TRUSTED_FOR)
-        self._db = Connections(url, timeout, max_size, dropped=self._stored.clear)
+        self._memory = Memory()  # one batch at a time
+        self._db = Connections(url, timeout, max_size, dropped=self._memory.forget_stored)
 
     async def open(self) -> None:
         async with self._db.connection():
@@ -103,7 +100,7 @@ class PostgresRepairLog:
     async def write(self, records: Sequence[Record]) -> None:
         if not records:
             return
-        batch = Batch(records, self._sequences, self._stored)
+        batch = Batch(records, self._memory)
         async with self._db.connection() as conn, conn.transaction(), conn.cursor() as cur:
             known = {}
             for key in batch.lookups():
@@ -200,7 +197,7 @@ class PostgresRepairLog:
 
     async def _collect(self, conn: psycopg.AsyncConnection[Any]) -> None:
         """Delete the payloads no kept record references (after records were deleted)."""
-        self._stored.clear()
+        self._memory.forget_stored()
         cur = await conn.execute(OLDEST.encode())
         row = await cur.fetchone()
         kept = kept_since(None if row is None else row[0])

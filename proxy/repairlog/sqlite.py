@@ -25,13 +25,11 @@ import orjson
 from proxy.errors import RepairLogUnavailable
 from proxy.repairlog import payloads
 from proxy.repairlog.base import RecordQuery, iso
-from proxy.repairlog.batch import Batch
-from proxy.repairlog.carry import Sequences, StoredDigests
+from proxy.repairlog.batch import Batch, Memory
 from proxy.repairlog.record import Record
 from proxy.repairlog.rows import STORED_FIELDS, cutoff_for
 from proxy.repairlog.sql import (
     OLDEST,
-    TRUSTED_FOR,
     Dialect,
     kept_since,
     page_of,
@@ -96,8 +94,7 @@ class SQLiteRepairLog:
         self._write_handle = Handle(self.path, writer=True)
         self._read_handles: list[Handle] = []
         self._local = threading.local()
-        self._sequences = Sequences()  # the writer thread's (see proxy.repairlog.carry)
-        self._stored = StoredDigests(TRUSTED_FOR)
+        self._memory = Memory()  # the writer thread's
         self._stored_in: sqlite3.Connection | None = None  # the connection it was learnt on
 
     async def open(self) -> None:
@@ -159,9 +156,9 @@ class SQLiteRepairLog:
     def _write_sync(self, records: list[Record]) -> None:
         conn = self._write_handle.get()
         if conn is not self._stored_in:  # a file opened anew may not hold what the old held
-            self._stored.clear()
+            self._memory.forget_stored()
             self._stored_in = conn
-        batch = Batch(records, self._sequences, self._stored)
+        batch = Batch(records, self._memory)
         with transaction(conn):
             known = {}
             for key in batch.lookups():
@@ -188,7 +185,7 @@ class SQLiteRepairLog:
             deleted = conn.execute(f"DELETE FROM records WHERE {where}", params).rowcount
             deleted += conn.execute(f"DELETE FROM turns WHERE {where}", params).rowcount
             if deleted:
-                self._stored.clear()
+                self._memory.forget_stored()
                 oldest = conn.execute(OLDEST).fetchone()[0]
                 kept = kept_since(None if oldest is None else datetime.fromisoformat(oldest))
                 conn.execute(DIALECT.collect(), [kept])
