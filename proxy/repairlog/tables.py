@@ -50,45 +50,56 @@ class Column:
     rest: str = ""  # PRIMARY KEY, NOT NULL, DEFAULT …
 
 
-#: A stored record's columns (``records`` and ``turns``): summary first, bodies last.
-RECORD = (
-    Column("id", "text", 1, "PRIMARY KEY"),
-    Column("created_at", "time", 1, "NOT NULL"),
-    Column("upstream", "text", 1, "NOT NULL"),
-    Column("model", "text", 1),
-    Column("path", "text", 1, "NOT NULL"),
-    Column("stream", "flag", 1, "NOT NULL"),
-    Column("outcome", "text", 1, "NOT NULL"),
-    Column("upstream_status", "int", 1),
-    Column("upstream_error_kind", "text", 1),
-    Column("request_id", "text", 1),
-    Column("duration_ms", "real", 1),
-    Column("sanitize_ms", "real", 1),
-    Column("upstream_ms", "real", 1),
-    # 2: the status the client got and the proxy's own error (a 502 when the upstream is down).
-    Column("status", "int", 2),
-    Column("proxy_error", "text", 2),
-    # 3: how the answer the client got ended (complete, upstream_cut, upstream_timeout,
-    # client_gone): a status 200 alone does not say the client got the whole answer. Records
-    # written before keep NULL (not known).
-    Column("ending", "text", 3),
-    # 4: conversations (a repeat points at its first record, which counts its repeats) and
-    # content-addressed bodies (``packed``: NULL in rows written before, whose bodies are whole).
-    Column("conversation", "text", 4),
-    Column("client", "text", 4),
-    Column("repeat_of", "text", 4),
-    Column("repeats", "int", 4, "NOT NULL DEFAULT 0"),
-    Column("last_seen", "time", 4),
-    Column("finding_key", "text", 4),
-    Column("packed", "int", 4),
-    Column("rules", "json", 1, "NOT NULL"),
-    Column("findings", "json", 1, "NOT NULL"),
-    Column("upstream_error", "text", 1),
-    Column("received", "json", 1),
-    Column("forwarded", "json", 1),
-    # 2: the attempts of a request that was repaired and retried after the upstream refused it.
-    Column("attempts", "json", 2),
-)
+#: A stored record's columns (``records`` and ``turns``), summary first and bodies last: name,
+#: kind (a key of :data:`TYPES`' rows), the schema version that added it, constraints. Version 2
+#: added the status the client got, the proxy's own error (a 502 when the upstream is down) and
+#: the attempts of a request repaired and retried after the upstream refused it; 3, how the
+#: answer ended (complete, upstream_cut, upstream_timeout, client_gone: a status 200 alone does
+#: not say the client got it whole); 4, conversations (a repeat points at its first record,
+#: which counts its repeats) and content-addressed bodies (``packed``). Rows written before a
+#: version keep NULL in its columns (not known; bodies whole).
+RECORD_COLUMNS = """
+    id                   text  1  PRIMARY KEY
+    created_at           time  1  NOT NULL
+    upstream             text  1  NOT NULL
+    model                text  1
+    path                 text  1  NOT NULL
+    stream               flag  1  NOT NULL
+    outcome              text  1  NOT NULL
+    upstream_status      int   1
+    upstream_error_kind  text  1
+    request_id           text  1
+    duration_ms          real  1
+    sanitize_ms          real  1
+    upstream_ms          real  1
+    status               int   2
+    proxy_error          text  2
+    ending               text  3
+    conversation         text  4
+    client               text  4
+    repeat_of            text  4
+    repeats              int   4  NOT NULL DEFAULT 0
+    last_seen            time  4
+    finding_key          text  4
+    packed               int   4
+    rules                json  1  NOT NULL
+    findings             json  1  NOT NULL
+    upstream_error       text  1
+    received             json  1
+    forwarded            json  1
+    attempts             json  2
+"""
+
+
+def _columns(table: str) -> tuple[Column, ...]:
+    found = []
+    for line in table.strip().splitlines():
+        name, kind, since, *rest = line.split(maxsplit=3)
+        found.append(Column(name, kind, int(since), *rest))
+    return tuple(found)
+
+
+RECORD = _columns(RECORD_COLUMNS)
 #: What a turn must have that a record may lack: it is a repeat, within a conversation.
 TURN_REQUIRES = frozenset({"conversation", "repeat_of"})
 
