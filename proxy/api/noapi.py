@@ -12,12 +12,11 @@ saying which upstream lacks which API and how to route elsewhere.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
-from proxy.api.replay import read_head
+from proxy.api.replay import Replayed, read_head
 from proxy.core.wire import Wire
 from proxy.errors import UpstreamLacksApi, render
-from proxy.relay.base import RawHeaders, UpstreamResponse
+from proxy.relay.base import UpstreamResponse
 
 #: A route-miss 404 is short; one longer than this is relayed as it is.
 READ_BYTES = 64 * 1024
@@ -25,27 +24,6 @@ READ_BYTES = 64 * 1024
 _ABOUT_THE_REQUEST = re.compile(
     rb"model|resp_|conv_|msg_|previous_response|conversation|item|file", re.IGNORECASE
 )
-
-
-class _Explained:
-    """The proxy's error in place of the upstream's 404 (an ``UpstreamResponse``)."""
-
-    __slots__ = ("_data", "_response", "headers", "status")
-
-    def __init__(self, response: UpstreamResponse, error: UpstreamLacksApi, wire: Wire) -> None:
-        self._response = response
-        self.status, headers, self._data = render(error, wire.error_shape)
-        self.headers: RawHeaders = headers
-
-    @property
-    def body(self) -> AsyncIterator[bytes]:
-        return self._chunks()
-
-    async def _chunks(self) -> AsyncIterator[bytes]:
-        yield self._data
-
-    async def aclose(self) -> None:
-        await self._response.aclose()
 
 
 def lacks_api_error(upstream: str, url: str, wire: Wire) -> UpstreamLacksApi:
@@ -65,4 +43,5 @@ async def explained(
     replayed, complete = await read_head(response, READ_BYTES)
     if not complete or _ABOUT_THE_REQUEST.search(replayed.head):
         return replayed  # the API is there and refused something the request names
-    return _Explained(response, lacks_api_error(upstream, url, wire), wire)
+    status, headers, data = render(lacks_api_error(upstream, url, wire), wire.error_shape)
+    return Replayed(response, data, status=status, headers=headers)

@@ -13,16 +13,27 @@ from proxy.relay.base import RawHeaders, UpstreamResponse
 
 
 class Replayed:
-    """An upstream response whose first bytes were read already (an ``UpstreamResponse``)."""
+    """An upstream response whose first bytes were read already (an ``UpstreamResponse``): the
+    bytes read (``head``), then the ``rest`` of the body as it arrives. Without a ``rest``, an
+    answer the proxy rewrote whole: ``head`` is all of its body, under the ``status`` and
+    ``headers`` given (the upstream's by default); closing it closes the upstream's."""
 
     __slots__ = ("_response", "_rest", "head", "headers", "status")
 
-    def __init__(self, response: UpstreamResponse, head: bytes, rest: AsyncIterator[bytes]):
+    def __init__(
+        self,
+        response: UpstreamResponse,
+        head: bytes,
+        rest: AsyncIterator[bytes] | None = None,
+        *,
+        status: int | None = None,
+        headers: RawHeaders | None = None,
+    ) -> None:
         self._response = response
         self._rest = rest
         self.head = head
-        self.status = response.status
-        self.headers: RawHeaders = response.headers
+        self.status = response.status if status is None else status
+        self.headers: RawHeaders = response.headers if headers is None else headers
 
     @property
     def body(self) -> AsyncIterator[bytes]:
@@ -31,8 +42,9 @@ class Replayed:
     async def _chunks(self) -> AsyncIterator[bytes]:
         if self.head:
             yield self.head
-        async for chunk in self._rest:
-            yield chunk
+        if self._rest is not None:
+            async for chunk in self._rest:
+                yield chunk
 
     async def aclose(self) -> None:
         await self._response.aclose()

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 
-from proxy.api.replay import read_head
-from proxy.relay.base import RawHeaders, UpstreamResponse
+from proxy.api.replay import Replayed, read_head
+from proxy.relay.base import UpstreamResponse
 from proxy.relay.http import encoding_of
 
 #: The most of a refused answer read to scrub it; past it, the rest is cut (error bodies are
@@ -47,36 +47,14 @@ def redacted(text: str, secrets: Iterable[bytes]) -> str:
     return text
 
 
-class Scrubbed:
-    """A refused answer read whole and scrubbed (an ``UpstreamResponse``)."""
-
-    __slots__ = ("_data", "_response", "headers", "status")
-
-    def __init__(self, response: UpstreamResponse, headers: RawHeaders, data: bytes) -> None:
-        self._response = response
-        self._data = data
-        self.status = response.status
-        self.headers = headers
-
-    @property
-    def body(self) -> AsyncIterator[bytes]:
-        return self._chunks()
-
-    async def _chunks(self) -> AsyncIterator[bytes]:
-        yield self._data
-
-    async def aclose(self) -> None:
-        await self._response.aclose()
-
-
-async def scrubbed(response: UpstreamResponse, injected: bytes) -> Scrubbed:
+async def scrubbed(response: UpstreamResponse, injected: bytes) -> Replayed:
     """``response`` (an error) read whole, decoded, with the ``injected`` key replaced."""
     replayed, _ = await read_head(response, SCRUB_BYTES)
     data = _plain(replayed.head[: SCRUB_BYTES + 1], encoding_of(response.headers))
     text = redacted(data.decode("latin-1"), [secret_of(injected)]).encode("latin-1")
     headers = [(k, v) for k, v in response.headers if k.lower() not in _DROPPED]
     headers.append((b"content-length", b"%d" % len(text)))
-    return Scrubbed(response, headers, text)
+    return Replayed(response, text, headers=headers)
 
 
 def _plain(data: bytes, encoding: bytes | None) -> bytes:
