@@ -4,14 +4,12 @@ records readable as they were (what they never held reads as null), new ones wri
 from __future__ import annotations
 
 import sqlite3
-from functools import partial
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from proxy.repairlog import RecordQuery, RepairLog, open_repair_log
-from proxy.repairlog.rows import STORED_FIELDS
 from proxy.repairlog.sqlite_conn import _statements
 from proxy.repairlog.tables import migrations
 from tests.repairlog.records import make_record
@@ -83,45 +81,3 @@ async def test_a_version_2_store_gains_endings_and_keeps_its_records(old_store: 
         assert [row["id"] for row in page] == [new.id]
     finally:
         await log.close()
-
-
-def _sqlite_columns(path: Path, table: str) -> list[str]:
-    with sqlite3.connect(path) as conn:
-        names = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-    conn.close()
-    return names
-
-
-def _postgres_columns(url: str, table: str) -> list[str]:
-    with psycopg.connect(url) as conn:
-        cur = conn.execute(
-            "SELECT column_name FROM information_schema.columns"
-            " WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
-            [table],
-        )
-        return [row[0] for row in cur.fetchall()]
-
-
-@pytest.mark.parametrize(
-    "dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
-async def test_a_new_store_has_every_stored_field_in_records_and_turns(
-    dialect: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    """The columns are declared once (``tables.RECORD``): ``records`` (built by four migrations)
-    and ``turns`` (by one) hold exactly what a backend writes to either; ``turns`` keeps the
-    summary columns before the bodies."""
-    if dialect == "sqlite":
-        path = tmp_path / "new.sqlite3"
-        url = f"sqlite:///{path}"
-    else:
-        url = request.getfixturevalue("pg_url")
-    log = open_repair_log(url)
-    await log.open()
-    await log.close()
-    columns = (
-        partial(_sqlite_columns, path) if dialect == "sqlite" else partial(_postgres_columns, url)
-    )
-    records, turns = columns("records"), columns("turns")
-    assert sorted(records) == sorted(turns) == sorted(STORED_FIELDS)
-    assert turns.index("packed") < turns.index("rules") < turns.index("received")
