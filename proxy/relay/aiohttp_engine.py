@@ -12,8 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
 
-from proxy.errors import UpstreamTimeout, UpstreamUnavailable
-from proxy.relay.base import RawHeaders
+from proxy.relay.base import RawHeaders, broke_off, no_answer, stopped_sending, unreachable
 from proxy.settings import UpstreamSettings
 
 # aiohttp would otherwise invent these: a made-up Accept-Encoding would get the client a body
@@ -66,9 +65,9 @@ class AiohttpResponse:
                     return
                 yield chunk
         except TimeoutError as exc:
-            raise UpstreamTimeout(f"upstream {self._upstream!r} stopped sending") from exc
+            raise stopped_sending(self._upstream) from exc
         except (aiohttp.ClientError, HttpProcessingError) as exc:  # the latter: a malformed body
-            raise UpstreamUnavailable(f"upstream {self._upstream!r} broke off: {exc}") from exc
+            raise broke_off(self._upstream, exc) from exc
 
     async def aclose(self) -> None:
         closed = self._closed
@@ -108,12 +107,9 @@ class AiohttpRelay:
                 allow_redirects=False,
             )
         except TimeoutError as exc:
-            seconds = self._read_timeouts[upstream]
-            raise UpstreamTimeout(
-                f"upstream {upstream!r} did not answer in time (read timeout {seconds:g} s)"
-            ) from exc
+            raise no_answer(upstream, self._read_timeouts[upstream]) from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamUnavailable(f"upstream {upstream!r} is unreachable: {exc}") from exc
+            raise unreachable(upstream, exc) from exc
         return AiohttpResponse(response, upstream)
 
     async def aclose(self) -> None:

@@ -13,7 +13,29 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
+from proxy.errors import UpstreamTimeout, UpstreamUnavailable
+
 RawHeaders = list[tuple[bytes, bytes]]
+
+
+# What either engine raises, in one wording (the client and the record read it).
+def no_answer(upstream: str, read_timeout: float) -> UpstreamTimeout:
+    return UpstreamTimeout(
+        f"upstream {upstream!r} did not answer in time (read timeout {read_timeout:g} s)"
+    )
+
+
+def unreachable(upstream: str, exc: Exception) -> UpstreamUnavailable:
+    return UpstreamUnavailable(f"upstream {upstream!r} is unreachable: {exc}")
+
+
+def stopped_sending(upstream: str) -> UpstreamTimeout:
+    return UpstreamTimeout(f"upstream {upstream!r} stopped sending")
+
+
+def broke_off(upstream: str, exc: Exception) -> UpstreamUnavailable:
+    return UpstreamUnavailable(f"upstream {upstream!r} broke off: {exc}")
+
 
 #: RFC 9110 §7.6.1 connection-specific headers (plus the de-facto ``proxy-connection`` and
 #: ``keep-alive``): they describe one hop and must not be forwarded in either direction.

@@ -10,8 +10,7 @@ from collections.abc import AsyncIterator, Mapping
 
 import httpx
 
-from proxy.errors import UpstreamTimeout, UpstreamUnavailable
-from proxy.relay.base import RawHeaders
+from proxy.relay.base import RawHeaders, broke_off, no_answer, stopped_sending, unreachable
 from proxy.settings import UpstreamSettings
 
 #: Headers httpx derives from the URL and the body, which the proxy must not take from the client.
@@ -41,9 +40,9 @@ class HttpxResponse:
             async for chunk in self._response.aiter_raw():
                 yield chunk
         except httpx.TimeoutException as exc:
-            raise UpstreamTimeout(f"upstream {self._upstream!r} stopped sending") from exc
+            raise stopped_sending(self._upstream) from exc
         except httpx.TransportError as exc:
-            raise UpstreamUnavailable(f"upstream {self._upstream!r} broke off: {exc}") from exc
+            raise broke_off(self._upstream, exc) from exc
 
     async def aclose(self) -> None:
         await self._response.aclose()
@@ -60,6 +59,7 @@ class HttpxRelay:
             name: httpx.Timeout(None, connect=s.connect_timeout, read=s.read_timeout)
             for name, s in upstreams.items()
         }
+        self._read_timeouts = {name: s.read_timeout for name, s in upstreams.items()}
 
     async def send(
         self, upstream: str, method: str, url: str, headers: RawHeaders, body: bytes
@@ -73,11 +73,9 @@ class HttpxRelay:
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TimeoutException as exc:
-            raise UpstreamTimeout(
-                f"upstream {upstream!r} did not answer in time (read timeout {timeout.read:g} s)"
-            ) from exc
+            raise no_answer(upstream, self._read_timeouts[upstream]) from exc
         except httpx.TransportError as exc:
-            raise UpstreamUnavailable(f"upstream {upstream!r} is unreachable: {exc}") from exc
+            raise unreachable(upstream, exc) from exc
         return HttpxResponse(response, upstream)
 
     async def aclose(self) -> None:
