@@ -41,6 +41,15 @@ def invalid_value(path: str, value: str, supported: tuple[str, ...]) -> Rejectio
     return openai_rejection("O-schema", msg, param=path, code="invalid_value")
 
 
+def too_long(path: str, value: str, most: int, rule: str) -> Rejection:
+    """``Invalid 'x': string too long. Expected a string with maximum length 40, …``."""
+    msg = (
+        f"Invalid '{path}': string too long. Expected a string with maximum length "
+        f"{most}, but got a string with length {len(value)} instead."
+    )
+    return openai_rejection(rule, msg, param=path, code="string_above_max_length")
+
+
 def empty_array(path: str, rule: str = "O-schema") -> Rejection:
     """``Invalid 'messages[2].tool_calls': empty array. ...`` (O7, O15)."""
     msg = (

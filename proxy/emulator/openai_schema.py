@@ -26,6 +26,7 @@ from proxy.emulator.openai_errors import (
     empty_array,
     invalid_value,
     missing,
+    too_long,
     wrong_type,
 )
 
@@ -224,11 +225,7 @@ def _call_id(call_id: Any, path: str) -> Rejection | None:
     if not isinstance(call_id, str):
         return wrong_type(path, "a string", call_id)
     if len(call_id) > MAX_CALL_ID:
-        msg = (
-            f"Invalid '{path}': string too long. Expected a string with maximum length "
-            f"{MAX_CALL_ID}, but got a string with length {len(call_id)} instead."
-        )
-        return openai_rejection("O10", msg, param=path, code="string_above_max_length")
+        return too_long(path, call_id, MAX_CALL_ID, "O10")
     return None
 
 

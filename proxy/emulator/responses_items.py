@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.emulator.common import Rejection, openai_rejection
-from proxy.emulator.openai_errors import invalid_value, quoted_list, wrong_type
+from proxy.emulator.openai_errors import invalid_value, quoted_list, too_long, wrong_type
 
 #: Each client-executed call type and the output type that answers it.
 PAIRED_OUTPUTS = {
@@ -143,11 +143,7 @@ def _call_id(item: dict[str, Any], path: str) -> Rejection | None:
         )
         return openai_rejection("R12", msg, param=where, code="string_below_min_length")
     if len(value) > MAX_CALL_ID:
-        msg = (
-            f"Invalid '{where}': string too long. Expected a string with maximum length "
-            f"{MAX_CALL_ID}, but got a string with length {len(value)} instead."
-        )
-        return openai_rejection("R11", msg, param=where, code="string_above_max_length")
+        return too_long(where, value, MAX_CALL_ID, "R11")
     return None
 
 
