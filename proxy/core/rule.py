@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import proxy.errors
@@ -130,7 +131,7 @@ class Rule:
 
 
 def rule(
-    name: str,
+    name: str | None = None,
     *,
     hint: str,
     params: Mapping[str, Any] | None = None,
@@ -138,7 +139,8 @@ def rule(
     tools_only: bool = False,
     api: str = "chat",
 ) -> Callable[[DetectFn], Rule]:
-    """Declare a rule from its detector. ``hint`` says what the client should change.
+    """Declare a rule from its detector, named ``name`` (by default the detector's own name: the
+    function is called what the rule is). ``hint`` says what the client should change.
 
     ``check_params`` validates the rule's parameters once, when a policy is built.
     ``tools_only``: the detector can only find something where :attr:`History.tool_free` is
@@ -149,7 +151,7 @@ def rule(
 
     def declare(detect: DetectFn) -> Rule:
         return Rule(
-            name=name,
+            name=name or detect.__name__,
             detect=detect,
             hint=hint,
             params=dict(params or {}),
@@ -159,6 +161,26 @@ def rule(
         )
 
     return declare
+
+
+class Declare(Protocol):
+    """:func:`rule` with the wire API given (:func:`rule_for`)."""
+
+    def __call__(
+        self,
+        name: str | None = None,
+        *,
+        hint: str,
+        params: Mapping[str, Any] | None = None,
+        check_params: ParamsCheck | None = None,
+        tools_only: bool = False,
+    ) -> Callable[[DetectFn], Rule]: ...
+
+
+def rule_for(api: str) -> Declare:
+    """The :func:`rule` of one wire API's rule modules (``rule = rule_for("messages")`` in the
+    package's ``common.py``): its declarations name neither the API nor, twice, the rule."""
+    return partial(rule, api=api)
 
 
 #: Importable from here while core/chat/rules/ids.py still does (the class: proxy.errors).

@@ -17,7 +17,10 @@ from typing import Any
 from proxy.core.messages.facts import MessagesFacts, facts_of
 from proxy.core.messages.items import Block, Item, Messages, as_blocks, blocks
 from proxy.core.providers import model_matches, model_of, provider_of
-from proxy.core.rule import Params
+from proxy.core.rule import Params, rule_for
+
+#: How this package's rules are declared (the API is 'messages'; the name, the function's).
+rule = rule_for("messages")
 
 TAG = "[toolcall-guard]"
 

@@ -7,16 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from proxy.core.messages.items import Block, Messages, blocks
-from proxy.core.messages.rules.common import facts, reference_text, with_content
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.messages.rules.common import facts, reference_text, rule, with_content
+from proxy.core.rule import Hit, Params
 
 #: User blocks with no text equivalent (their content is binary or encrypted).
 _OPAQUE = frozenset({"image", "document"})
 
 
 @rule(
-    "messages_unsupported_block",
-    api="messages",
     hint="Send only the content blocks the upstream knows (DeepSeek: no redacted_thinking, "
     "document or search_result).",
 )
@@ -82,8 +80,6 @@ def _rewrite(history: Messages, found: dict[int, dict[int, Block | None]]) -> Me
 
 
 @rule(
-    "messages_tool_reference",
-    api="messages",
     tools_only=True,
     hint="Send tool_reference results as text naming the tool to this upstream.",
 )
@@ -122,8 +118,6 @@ def _reference_text(history: Messages, hits: Sequence[Hit], params: Params) -> M
 
 
 @rule(
-    "messages_empty_text",
-    api="messages",
     hint="Leave out empty and whitespace-only text blocks.",
 )
 def messages_empty_text(history: Messages, params: Params) -> list[Hit]:
@@ -153,8 +147,6 @@ def _drop_text(history: Messages, hits: Sequence[Hit], params: Params) -> Messag
 
 
 @rule(
-    "messages_empty_message",
-    api="messages",
     hint="Leave out messages without content (only a final assistant message may be empty).",
 )
 def messages_empty_message(history: Messages, params: Params) -> list[Hit]:
@@ -186,8 +178,6 @@ def _drop_message(history: Messages, hits: Sequence[Hit], params: Params) -> Mes
 
 
 @rule(
-    "messages_cache_control_limit",
-    api="messages",
     hint="Mark at most 4 blocks with cache_control (tools, system and messages together).",
 )
 def messages_cache_control_limit(history: Messages, params: Params) -> list[Hit]:

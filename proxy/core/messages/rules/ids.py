@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 
 from proxy.core.messages.items import Block, Messages, blocks
-from proxy.core.messages.rules.common import facts, turns, with_content
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.messages.rules.common import facts, rule, turns, with_content
+from proxy.core.rule import Hit, Params
 
 _BAD = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -18,8 +18,6 @@ def _digest(value: str) -> str:
 
 
 @rule(
-    "messages_tool_use_id_format",
-    api="messages",
     tools_only=True,
     hint="Use tool_use ids of letters, digits, '_' and '-' only.",
 )
@@ -69,8 +67,6 @@ def _remap(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
 
 
 @rule(
-    "messages_duplicate_tool_use_id",
-    api="messages",
     tools_only=True,
     hint="Give every tool_use its own id.",
 )

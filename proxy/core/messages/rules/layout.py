@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proxy.core.messages.items import Messages, as_blocks, blocks
-from proxy.core.messages.rules.common import facts, turns, with_content
+from proxy.core.messages.rules.common import facts, rule, turns, with_content
 from proxy.core.messages.rules.turns import rebuild
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "messages_split_tool_results",
-    api="messages",
     tools_only=True,
     hint="Send all results of one assistant turn in the one user message right after it.",
 )
@@ -58,8 +56,6 @@ def _merge(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
 
 
 @rule(
-    "messages_orphan_server_tool_result",
-    api="messages",
     hint="Keep each server tool result right after its server_tool_use, in the same message.",
 )
 def messages_orphan_server_tool_result(history: Messages, params: Params) -> list[Hit]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proxy.core.messages.items import Block, Messages
-from proxy.core.messages.rules.common import facts, turn_blocks, turns
+from proxy.core.messages.rules.common import facts, rule, turn_blocks, turns
 from proxy.core.messages.rules.turns import (
     DUPLICATE_TEXT,
     LOST_TEXT,
@@ -22,12 +22,10 @@ from proxy.core.messages.rules.turns import (
     salvaged,
     turn_content,
 )
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "messages_duplicate_tool_result",
-    api="messages",
     tools_only=True,
     params={"text": DUPLICATE_TEXT},
     hint="Send one tool_result per tool_use id.",
@@ -91,8 +89,6 @@ def _salvage_in_turns(
 
 
 @rule(
-    "messages_misplaced_tool_result",
-    api="messages",
     tools_only=True,
     hint="Send tool_result blocks first in the user message right after their tool_use, never "
     "in an assistant message.",
@@ -148,8 +144,6 @@ def _move(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
 
 
 @rule(
-    "messages_orphan_tool_result",
-    api="messages",
     tools_only=True,
     params={"text": SALVAGE_TEXT},
     hint="Keep each tool_use in the assistant message right before its tool_result.",
@@ -187,8 +181,6 @@ def _salvage(history: Messages, hits: Sequence[Hit], params: Params) -> Messages
 
 
 @rule(
-    "messages_missing_tool_result",
-    api="messages",
     tools_only=True,
     params={"text": LOST_TEXT},
     hint="Send a tool_result for every tool_use in the next user message (an is_error result "

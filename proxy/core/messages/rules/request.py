@@ -8,13 +8,11 @@ from typing import Any
 
 from proxy.core.messages.facts import ROLES
 from proxy.core.messages.items import Messages
-from proxy.core.messages.rules.common import facts, model_in, thinking_type
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.messages.rules.common import facts, model_in, rule, thinking_type
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "messages_unknown_role",
-    api="messages",
     hint="Use roles 'user' and 'assistant' only; tool results are tool_result blocks in a user "
     "message.",
 )
@@ -34,8 +32,6 @@ def messages_unknown_role(history: Messages, params: Params) -> list[Hit]:
 
 
 @rule(
-    "messages_tool_use_shape",
-    api="messages",
     tools_only=True,
     hint="Send every tool_use with a non-empty 'name' and an object 'input'.",
 )
@@ -61,8 +57,6 @@ def messages_tool_use_shape(history: Messages, params: Params) -> list[Hit]:
 
 
 @rule(
-    "messages_thinking_type",
-    api="messages",
     hint='Send thinking: {"type": "enabled", "budget_tokens": …} (or no \'thinking\') to this '
     "model.",
 )
@@ -84,8 +78,6 @@ def messages_thinking_type(history: Messages, params: Params) -> list[Hit]:
 
 
 @rule(
-    "messages_too_many_tools",
-    api="messages",
     hint="Send at most as many tools as the upstream takes (Kimi: 128).",
 )
 def messages_too_many_tools(history: Messages, params: Params) -> list[Hit]:
@@ -102,8 +94,6 @@ def messages_too_many_tools(history: Messages, params: Params) -> list[Hit]:
 
 
 @rule(
-    "messages_duplicate_tool_name",
-    api="messages",
     hint="Define each tool once (one name, one definition).",
 )
 def messages_duplicate_tool_name(history: Messages, params: Params) -> list[Hit]:
@@ -141,8 +131,6 @@ def _drop_duplicates(history: Messages, hits: Sequence[Hit], params: Params) -> 
 
 
 @rule(
-    "messages_custom_tool_type",
-    api="messages",
     hint="Leave 'type' out of client tool definitions for this upstream (absent means custom).",
 )
 def messages_custom_tool_type(history: Messages, params: Params) -> list[Hit]:
@@ -179,8 +167,6 @@ def _strip_custom(history: Messages, hits: Sequence[Hit], params: Params) -> Mes
 
 
 @rule(
-    "messages_unsupported_field",
-    api="messages",
     hint="Leave out request fields the upstream refuses (MiniMax: output_config).",
 )
 def messages_unsupported_field(history: Messages, params: Params) -> list[Hit]:
@@ -203,8 +189,6 @@ def _strip_fields(history: Messages, hits: Sequence[Hit], params: Params) -> Mes
 
 
 @rule(
-    "messages_prefill",
-    api="messages",
     hint="End the conversation with a user message: this model takes no assistant prefill.",
 )
 def messages_prefill(history: Messages, params: Params) -> list[Hit]:

@@ -6,13 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from proxy.core.messages.items import Block, Messages, as_blocks, blocks
-from proxy.core.messages.rules.common import facts, model_in, with_content
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.messages.rules.common import facts, model_in, rule, with_content
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "messages_system_message",
-    api="messages",
     params={"refused": False},
     hint="Put system text in the top-level 'system' field (or a <system-reminder> in the user "
     "message) for this model.",

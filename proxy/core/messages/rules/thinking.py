@@ -7,8 +7,15 @@ import re
 from collections.abc import Sequence
 
 from proxy.core.messages.items import THINKING, Block, Messages, blocks
-from proxy.core.messages.rules.common import facts, model_in, thinking_type, turns, with_content
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.messages.rules.common import (
+    facts,
+    model_in,
+    rule,
+    thinking_type,
+    turns,
+    with_content,
+)
+from proxy.core.rule import Hit, Params
 
 #: Shortest signature taken as whole: Anthropic's are long base64 strings, and a 24-character
 #: one reproduces M18 (codex2api PR#613).
@@ -27,8 +34,6 @@ def _unsigned(block: Block) -> bool:
 
 
 @rule(
-    "messages_unsigned_thinking",
-    api="messages",
     params={"signed_too": False},
     hint="Send thinking blocks back exactly as received, with their signature (or leave them out).",
 )
@@ -83,8 +88,6 @@ def _thinks(history: Messages, params: Params) -> bool:
 
 
 @rule(
-    "messages_thinking_on_tool_turns",
-    api="messages",
     tools_only=True,
     params={"thinks": False},
     hint="In thinking mode, send every assistant tool_use message back with its thinking block.",
@@ -126,8 +129,6 @@ def _add_thinking(history: Messages, hits: Sequence[Hit], params: Params) -> Mes
 
 
 @rule(
-    "messages_final_assistant",
-    api="messages",
     hint="End a prefill (final assistant message) with text, without trailing whitespace, and "
     "without thinking unless thinking is on.",
 )
@@ -207,8 +208,6 @@ def _trim(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
 
 
 @rule(
-    "messages_thinking_first",
-    api="messages",
     tools_only=True,
     hint="With thinking enabled, send the open tool loop's assistant message back starting with "
     "its thinking block (or disable thinking).",

@@ -22,6 +22,10 @@ from proxy.core.responses.items import (
     needs_output,
 )
 from proxy.core.responses.rules.facts import ToolFacts, tool_facts
+from proxy.core.rule import rule_for
+
+#: How this package's rules are declared (the API is 'responses'; the name, the function's).
+rule = rule_for("responses")
 
 Entries = list[tuple[Item, int | None]]  # (item, its position, None if new)
 

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from proxy.core.responses.items import Items, at, values
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.responses.rules.common import rule
+from proxy.core.rule import Hit, Params
 
 #: Outputs whose ``output`` may be a list of content parts (``input_text``, ``input_image``,
 #: ``input_file``: openai-python ``ResponseFunctionCallOutputItemListParam``).
@@ -14,8 +15,6 @@ _PART_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 @rule(
-    "responses_output_content_types",
-    api="responses",
     tools_only=True,
     hint="Use 'input_text' parts (not 'output_text') inside a call's output.",
 )

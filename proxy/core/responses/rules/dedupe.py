@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proxy.core.responses.items import Item, Items, call_key, item_id, kind, needs_output
-from proxy.core.responses.rules.common import answers_a_call
+from proxy.core.responses.rules.common import answers_a_call, rule
 from proxy.core.responses.rules.facts import distinct_ids, tool_facts
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "responses_duplicate_item",
-    api="responses",
     hint="Send every item once: no repeated ids, one call per call_id and one output per call.",
 )
 def responses_duplicate_item(history: Items, params: Params) -> list[Hit]:

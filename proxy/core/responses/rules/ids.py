@@ -16,10 +16,10 @@ from proxy.core.responses.items import (
     needs_output,
     without_key,
 )
-from proxy.core.responses.rules.common import answers_a_call
+from proxy.core.responses.rules.common import answers_a_call, rule
 from proxy.core.responses.rules.facts import tool_facts
 from proxy.core.responses.rules.pairing import SALVAGE_TEXT, salvaged
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 from proxy.errors import BadParam
 
 #: Synthetic call ids are UUIDv5 in this namespace, as codex derives its synthetic output ids
@@ -39,8 +39,6 @@ def _check_max_length(params: Params) -> None:
 
 
 @rule(
-    "responses_call_id_format",
-    api="responses",
     tools_only=True,
     params={"max_length": 64},
     check_params=_check_max_length,
@@ -152,8 +150,6 @@ ID_PREFIXES = {
 
 
 @rule(
-    "responses_id_prefix",
-    api="responses",
     hint="Send item ids exactly as the API returned them, or leave 'id' out; never mint them.",
 )
 def responses_id_prefix(history: Items, params: Params) -> list[Hit]:

@@ -12,13 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from proxy.core.responses.items import Item, Items, call_key, is_model_item, kind
-from proxy.core.responses.rules.common import Entries, block_end, insert_before, pairing
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.responses.rules.common import Entries, block_end, insert_before, pairing, rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "responses_misplaced_output",
-    api="responses",
     tools_only=True,
     hint="Send each call's output after the call, never before it.",
 )
@@ -51,8 +49,6 @@ SALVAGE_TEXT = "[toolcall-guard] Output of call {id}, whose call is missing from
 
 
 @rule(
-    "responses_orphan_output",
-    api="responses",
     tools_only=True,
     params={"text": SALVAGE_TEXT},
     hint="Keep every call item in 'input' while its output is there (or use previous_response_id).",
@@ -123,8 +119,6 @@ MISSING_TEXT = "aborted"
 
 
 @rule(
-    "responses_missing_output",
-    api="responses",
     tools_only=True,
     params={"text": MISSING_TEXT},
     hint="Send an output item for every call before the next request (or drop the call).",

@@ -6,15 +6,14 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
 from proxy.core.responses.items import Items, at, item_id, without_key
+from proxy.core.responses.rules.common import rule
 from proxy.core.responses.rules.pairing import produced
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 _REASONING = frozenset({"reasoning"})
 
 
 @rule(
-    "responses_reasoning_adjacency",
-    api="responses",
     hint="Replay each reasoning item right before the item it produced, or not at all.",
 )
 def responses_reasoning_adjacency(history: Items, params: Params) -> list[Hit]:
@@ -51,8 +50,6 @@ REASONING_MODELS = ["o1*", "o3*", "o4*", "gpt-5*", "*codex*"]
 
 
 @rule(
-    "responses_missing_reasoning_ref",
-    api="responses",
     params={"models": REASONING_MODELS},
     hint="Replay the reasoning items (with encrypted_content) in front of the calls and messages "
     "they produced, or send those items without their 'id'.",

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proxy.core.responses.items import Item, Items, item_id
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.responses.rules.common import rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "responses_state_conflict",
-    api="responses",
     hint="Send either 'previous_response_id' or 'conversation', never both.",
 )
 def responses_state_conflict(history: Items, params: Params) -> list[Hit]:
@@ -29,8 +28,6 @@ def responses_state_conflict(history: Items, params: Params) -> list[Hit]:
 
 
 @rule(
-    "responses_store_false",
-    api="responses",
     hint=(
         "With store: false, replay items inline: send reasoning with its 'encrypted_content' "
         "(ask for include: ['reasoning.encrypted_content']) and no 'item_reference' items."
