@@ -3,8 +3,9 @@
 OpenAI's ``{"error": {"message", "type", "param", "code"}}`` everywhere, except on the paths of a
 wire API whose row says otherwise: ``error_shape = "anthropic"`` (``/v1/messages``),
 ``{"type": "error", "error": {"type", "message"}}`` with Anthropic's error types;
-``error_shape = "google"`` (Gemini's native API), ``{"error": {"code", "message", "status"}}``. The errors
-themselves are :mod:`proxy.errors`; this module reads them through :class:`Renderable` only.
+``error_shape = "google"`` (Gemini's native API), ``{"error": {"code", "message", "status"}}``.
+The errors themselves are :mod:`proxy.errors`; this module reads them through
+:class:`Renderable` only.
 """
 
 from __future__ import annotations

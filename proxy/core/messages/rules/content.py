@@ -3,7 +3,7 @@ and cache breakpoints."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from proxy.core.messages.items import Block, Messages, blocks
@@ -57,17 +57,20 @@ def _converted(block: Block) -> Block | None:
 
 @messages_unsupported_block.repair("convert")
 def _convert(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
+    return _each_block(history, hits, _converted)
+
+
+def _each_block(
+    history: Messages, hits: Sequence[Hit], change: Callable[[Block], Block | None]
+) -> Messages:
+    """Replace the block of each hit (``hit.data``: its index in the message) by ``change`` of
+    it (None drops it); fatal hits are left alone, and a message left empty stays for the
+    empty-message rule to judge."""
     found: dict[int, dict[int, Block | None]] = {}
     for hit in hits:
         if not hit.fatal:
             block = blocks(history.messages[hit.index])[hit.data]
-            found.setdefault(hit.index, {})[hit.data] = _converted(block)
-    return _rewrite(history, found)
-
-
-def _rewrite(history: Messages, found: dict[int, dict[int, Block | None]]) -> Messages:
-    """Replace blocks (``found[i][j]``; None drops the block); a message left empty stays for
-    the empty-message rule to judge."""
+            found.setdefault(hit.index, {})[hit.data] = change(block)
     changes = {}
     for i, per_block in found.items():
         content: list[Block] = []
@@ -106,15 +109,15 @@ def messages_tool_reference(history: Messages, params: Params) -> list[Hit]:
 
 @messages_tool_reference.repair("text")
 def _reference_text(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
-    found: dict[int, dict[int, Block | None]] = {}
-    for hit in hits:
-        result = blocks(history.messages[hit.index])[hit.data]
-        content = [
-            reference_text(p) if type(p) is dict and p.get("type") == "tool_reference" else p
-            for p in result["content"]
-        ]
-        found.setdefault(hit.index, {})[hit.data] = {**result, "content": content}
-    return _rewrite(history, found)
+    return _each_block(history, hits, _references_as_text)
+
+
+def _references_as_text(result: Block) -> Block:
+    content = [
+        reference_text(p) if type(p) is dict and p.get("type") == "tool_reference" else p
+        for p in result["content"]
+    ]
+    return {**result, "content": content}
 
 
 @rule(
@@ -140,10 +143,7 @@ def messages_empty_text(history: Messages, params: Params) -> list[Hit]:
 
 @messages_empty_text.repair("drop")
 def _drop_text(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
-    found: dict[int, dict[int, Block | None]] = {}
-    for hit in hits:
-        found.setdefault(hit.index, {})[hit.data] = None
-    return _rewrite(history, found)
+    return _each_block(history, hits, lambda _: None)
 
 
 @rule(
@@ -224,12 +224,7 @@ def _marks(block: Block) -> int:
 
 @messages_cache_control_limit.repair("unmark")
 def _unmark(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
-    found: dict[int, dict[int, Block | None]] = {}
-    for hit in hits:
-        if not hit.fatal:
-            block = blocks(history.messages[hit.index])[hit.data]
-            found.setdefault(hit.index, {})[hit.data] = _unmarked(block)
-    return _rewrite(history, found)
+    return _each_block(history, hits, _unmarked)
 
 
 def _unmarked(block: Block) -> Block:
