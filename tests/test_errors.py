@@ -93,6 +93,23 @@ def test_render_sends_each_error_with_its_own_headers() -> None:
             },
         ),
         (
+            "google",
+            {
+                "error": {
+                    "code": 400,
+                    "message": "m",
+                    "status": "INVALID_ARGUMENT",
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.BadRequest",
+                            "fieldViolations": [{"field": "messages[1]", "description": "m"}],
+                        }
+                    ],
+                    "findings": [{"rule": "r"}],
+                }
+            },
+        ),
+        (
             "anthropic",
             {
                 "type": "error",
