@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
+from tests.imports import imported_modules
+
 EMULATOR = Path(__file__).parents[2] / "proxy" / "emulator"
 FILES = sorted(EMULATOR.glob("*.py"))
 SANITIZER = ("proxy.core.chat.messages", "proxy.core.chat.rules", "proxy.core.policy")
-
-
-def imported_modules(file: Path) -> set[str]:
-    modules = set()
-    for node in ast.walk(ast.parse(file.read_text())):
-        if isinstance(node, ast.Import):
-            modules.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{file.name}: relative import"
-            base = node.module or ""
-            modules.add(base)
-            modules.update(f"{base}.{alias.name}" for alias in node.names)
-    return modules
 
 
 def test_the_scan_sees_every_module() -> None:
