@@ -26,6 +26,7 @@ from proxy.core.history import CopyOnWrite, MalformedHistory
 from proxy.core.rule import Hit, Params, rule
 from proxy.core.views import view_of
 from proxy.errors import BadRequestBody
+from proxy.errorshape import payload
 from proxy.settings import load_settings
 from tests.servers import running
 
@@ -158,5 +159,5 @@ def test_its_errors_come_in_its_rows_shape(proxy: tuple[str, Upstream]) -> None:
     url, upstream = proxy
     answer = httpx.post(f"{url}/v1/notes", content=b'{"notes": 3}')
     assert answer.status_code == 400
-    assert answer.json() == BadRequestBody("notes: a list is required.").payload("anthropic")
+    assert answer.json() == payload(BadRequestBody("notes: a list is required."), "anthropic")
     assert not upstream.sent
