@@ -15,8 +15,10 @@ from typing import Any
 from proxy.core.gemini.facts import GeminiFacts, facts_of
 from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, response_of
 from proxy.core.gemini.spelling import get, key_in, like
-from proxy.core.rule import Params
+from proxy.core.rule import Params, rule_for
 
+#: The rule declaration of this package (``api="gemini"``, named after its detector).
+rule = rule_for("gemini")
 TAG = "[toolcall-guard]"
 LOST_TEXT = f"{TAG} The output of this tool call was lost before it reached the model."
 

@@ -15,9 +15,9 @@ from proxy.core.gemini.items import (
     signature_of,
     signed,
 )
-from proxy.core.gemini.rules.common import facts, with_parts
+from proxy.core.gemini.rules.common import facts, rule, with_parts
 from proxy.core.gemini.spelling import get, snake, spelled
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 #: Every key a part may hold, in both spellings: a part with another key is left alone (it may
 #: be a data field newer than this list).
@@ -38,8 +38,6 @@ def empty_kind(part: Part) -> str | None:
 
 
 @rule(
-    "gemini_empty_part",
-    api="gemini",
     hint="Leave out parts without data (empty text, a lone thoughtSignature) and contents "
     "without parts; keep a signature on the part it belongs to.",
 )

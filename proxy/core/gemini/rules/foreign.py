@@ -15,14 +15,12 @@ from collections.abc import Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE
 from proxy.core.gemini.items import Contents, parts_of, signature_of
-from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit
+from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit, rule
 from proxy.core.gemini.spelling import spelled, without
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "gemini_foreign_signature",
-    api="gemini",
     hint="Send thought signatures back only to the endpoint and model that returned them; "
     "after a switch, send the history without them.",
 )

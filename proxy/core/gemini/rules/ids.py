@@ -13,17 +13,16 @@ from proxy.core.gemini.rules.common import (
     facts,
     is_call_turn,
     is_response_turn,
+    rule,
     turn_pairing,
     with_inner,
 )
 from proxy.core.gemini.spelling import key_in
 from proxy.core.providers import model_matches
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "gemini_response_id",
-    api="gemini",
     tools_only=True,
     params={"models": []},
     hint="Send each functionResponse with the id of the functionCall it answers.",
@@ -74,8 +73,6 @@ def _copy(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
 
 
 @rule(
-    "gemini_call_id",
-    api="gemini",
     tools_only=True,
     params={"always": False},
     hint="Leave id out of functionCall and functionResponse for this endpoint.",

@@ -17,18 +17,17 @@ from proxy.core.gemini.rules.common import (
     is_response_turn,
     lost_response,
     response_parts,
+    rule,
     salvaged,
     turn_pairing,
     with_inner,
     with_parts,
 )
 from proxy.core.gemini.spelling import key_in
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "gemini_extra_response",
-    api="gemini",
     tools_only=True,
     params={"text": EXTRA_TEXT},
     hint="Send exactly one functionResponse per functionCall of the call turn.",
@@ -72,8 +71,6 @@ def _salvage_extra(history: Contents, hits: Sequence[Hit], params: Params) -> Co
 
 
 @rule(
-    "gemini_missing_response",
-    api="gemini",
     tools_only=True,
     params={"text": LOST_TEXT},
     hint="Answer every functionCall with a functionResponse in the next user content (one "
@@ -135,8 +132,6 @@ def _answered(history: Contents, i: int, synthetic: dict[int, Part]) -> Item:
 
 
 @rule(
-    "gemini_response_name",
-    api="gemini",
     tools_only=True,
     hint="Send functionResponse.name: the name of the function the response answers.",
 )

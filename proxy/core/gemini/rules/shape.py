@@ -7,14 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from proxy.core.gemini.items import ROLE_ALIASES, Contents, Part, call_of, parts_of
-from proxy.core.gemini.rules.common import Edit, edit, facts
+from proxy.core.gemini.rules.common import Edit, edit, facts, rule
 from proxy.core.gemini.spelling import key_in, spelled, without
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 
 @rule(
-    "gemini_role",
-    api="gemini",
     hint="Send role model for the model's turns and role user for prompts and function "
     "responses (not assistant, tool or function), on every content.",
 )
@@ -55,8 +53,6 @@ def _map_roles(history: Contents, hits: Sequence[Hit], params: Params) -> Conten
 
 
 @rule(
-    "gemini_struct_value",
-    api="gemini",
     tools_only=True,
     hint='Send functionResponse.response as a JSON object (the output under "output") and '
     "functionCall.args as an object.",
@@ -106,8 +102,6 @@ def _wrap(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
 
 
 @rule(
-    "gemini_signature_in_call",
-    api="gemini",
     tools_only=True,
     hint="Send thoughtSignature on the part, beside functionCall, not inside it.",
 )
@@ -153,8 +147,6 @@ _FOREIGN_INNER = ("toolCallId",)
 
 
 @rule(
-    "gemini_foreign_field",
-    api="gemini",
     hint="Leave out fields Gemini does not define: no id on a part (it belongs in functionCall "
     "and functionResponse) and no tool_call_id.",
 )

@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE, GeminiFacts
 from proxy.core.gemini.items import Contents, call_of, parts_of, signature_of, signed
-from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit, facts
+from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit, facts, rule
 from proxy.core.gemini.spelling import spelled, without
 from proxy.core.providers import model_matches
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 
 def _validated(history: Contents, found: GeminiFacts) -> bool:
@@ -48,8 +48,6 @@ def _set(history: Contents, hits: Sequence[Hit], value: str | None) -> Contents:
 
 
 @rule(
-    "gemini_dummy_signature",
-    api="gemini",
     hint="Use skip_thought_signature_validator as the dummy thought signature on this endpoint.",
 )
 def gemini_dummy_signature(history: Contents, params: Params) -> list[Hit]:
@@ -81,8 +79,6 @@ def _rewrite(history: Contents, hits: Sequence[Hit], params: Params) -> Contents
 
 
 @rule(
-    "gemini_copied_signature",
-    api="gemini",
     tools_only=True,
     hint="Send a step's thought signature on its first functionCall part only.",
 )
@@ -119,8 +115,6 @@ def _keep_first(history: Contents, hits: Sequence[Hit], params: Params) -> Conte
 
 
 @rule(
-    "gemini_missing_signature",
-    api="gemini",
     tools_only=True,
     hint="Send back each functionCall part's thoughtSignature as the model returned it (on "
     "the part, beside functionCall); for calls the model did not make, use the dummy "

@@ -17,19 +17,18 @@ from proxy.core.gemini.rules.common import (
     output_parts,
     pair,
     response_parts,
+    rule,
     salvaged,
     text_of,
     turn_pairing,
     with_parts,
 )
-from proxy.core.rule import Hit, Params, rule
+from proxy.core.rule import Hit, Params
 
 Entry = tuple[Item, int | None]
 
 
 @rule(
-    "gemini_split_responses",
-    api="gemini",
     tools_only=True,
     hint="Send all function responses of a call turn in the one user content right after it, "
     "responses first.",
@@ -82,8 +81,6 @@ def _merge(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
 
 
 @rule(
-    "gemini_call_turn_order",
-    api="gemini",
     tools_only=True,
     hint="Start contents with a user turn, and send a model's function calls in the same "
     "model content as the text before them.",
@@ -164,8 +161,6 @@ def _call_text(history: Contents) -> Contents:
 
 
 @rule(
-    "gemini_orphan_response",
-    api="gemini",
     tools_only=True,
     params={"text": SALVAGE_TEXT},
     hint="Keep each function response in the user content right after the model content "
