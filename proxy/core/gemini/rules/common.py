@@ -9,13 +9,14 @@ The upstream pairs them by count (N1, V); ids are an extra on newer models (N10,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.core.gemini.facts import GeminiFacts, facts_of
 from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, response_of
 from proxy.core.gemini.spelling import get, key_in, like
-from proxy.core.rule import Params, rule_for
+from proxy.core.rule import Hit, Params, rule_for
 
 #: The rule declaration of this package (``api="gemini"``, named after its detector).
 rule = rule_for("gemini")
@@ -44,6 +45,21 @@ def edit(history: Contents, edits: Edit) -> Contents:
         parts = [new.get(j, p) for j, p in enumerate(parts_of(history.messages[i]))]
         changes[i] = with_parts(history.messages[i], parts)
     return history.replace(changes)
+
+
+def edit_parts(
+    history: Contents, hits: Sequence[Hit], change: Callable[[Part, Any], Part]
+) -> Contents:
+    """The history with the part each non-fatal hit names changed: ``change(part, data)``,
+    where the hit's ``data`` is the part's position, or a tuple that starts with it."""
+    edits: Edit = {}
+    for hit in hits:
+        if hit.fatal:
+            continue
+        j = hit.data if type(hit.data) is int else hit.data[0]
+        part = parts_of(history.messages[hit.index])[j]
+        edits.setdefault(hit.index, {})[j] = change(part, hit.data)
+    return edit(history, edits)
 
 
 def with_inner(part: Part, camel: str, changes: dict[str, Any], drop: str = "") -> Part:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.gemini.items import Contents, call_of, parts_of, response_of
+from proxy.core.gemini.items import Contents, Part, call_of, parts_of, response_of
 from proxy.core.gemini.rules.common import (
-    Edit,
     call_id,
-    edit,
+    edit_parts,
     facts,
     is_call_turn,
     is_response_turn,
@@ -64,12 +63,9 @@ def gemini_response_id(history: Contents, params: Params) -> list[Hit]:
 
 @gemini_response_id.repair("copy")
 def _copy(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    edits: Edit = {}
-    for hit in hits:
-        j, cid = hit.data
-        part = parts_of(history.messages[hit.index])[j]
-        edits.setdefault(hit.index, {})[j] = with_inner(part, "functionResponse", {"id": cid})
-    return edit(history, edits)
+    return edit_parts(
+        history, hits, lambda part, data: with_inner(part, "functionResponse", {"id": data[1]})
+    )
 
 
 @rule(
@@ -102,12 +98,11 @@ def gemini_call_id(history: Contents, params: Params) -> list[Hit]:
 
 @gemini_call_id.repair("strip")
 def _strip(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    edits: Edit = {}
-    for hit in hits:
-        part = parts_of(history.messages[hit.index])[hit.data]
+    def stripped(part: Part, data: int) -> Part:
         camel = "functionCall" if call_of(part) is not None else "functionResponse"
-        edits.setdefault(hit.index, {})[hit.data] = with_inner(part, camel, {}, drop="id")
-    return edit(history, edits)
+        return with_inner(part, camel, {}, drop="id")
+
+    return edit_parts(history, hits, stripped)
 
 
 RULES = (gemini_response_id, gemini_call_id)

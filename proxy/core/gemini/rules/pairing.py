@@ -10,8 +10,7 @@ from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, res
 from proxy.core.gemini.rules.common import (
     EXTRA_TEXT,
     LOST_TEXT,
-    Edit,
-    edit,
+    edit_parts,
     facts,
     is_call_turn,
     is_response_turn,
@@ -173,15 +172,9 @@ def _name(fn: dict[str, object] | None) -> str:
 
 @gemini_response_name.repair("fill")
 def _fill(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    edits: Edit = {}
-    for hit in hits:
-        if not hit.fatal:
-            j, name = hit.data
-            part = parts_of(history.messages[hit.index])[j]
-            edits.setdefault(hit.index, {})[j] = with_inner(
-                part, "functionResponse", {"name": name}
-            )
-    return edit(history, edits)
+    return edit_parts(
+        history, hits, lambda part, data: with_inner(part, "functionResponse", {"name": data[1]})
+    )
 
 
 RULES = (gemini_extra_response, gemini_missing_response, gemini_response_name)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.core.gemini.items import ROLE_ALIASES, Contents, Part, call_of, parts_of
-from proxy.core.gemini.rules.common import Edit, edit, facts, rule
+from proxy.core.gemini.items import ROLE_ALIASES, Contents, Part, call_of
+from proxy.core.gemini.rules.common import edit_parts, facts, rule
 from proxy.core.gemini.spelling import key_in, spelled, without
 from proxy.core.rule import Hit, Params
 
@@ -87,18 +87,11 @@ def gemini_struct_value(history: Contents, params: Params) -> list[Hit]:
 
 @gemini_struct_value.repair("wrap")
 def _wrap(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    edits: Edit = {}
-    for hit in hits:
-        if hit.fatal:
-            continue
-        j, key = hit.data
-        part = parts_of(history.messages[hit.index])[j]
-        response = part[key]
-        edits.setdefault(hit.index, {})[j] = {
-            **part,
-            key: {**response, "response": {"output": response["response"]}},
-        }
-    return edit(history, edits)
+    def wrapped(part: Part, data: tuple[int, str]) -> Part:
+        response = part[data[1]]
+        return {**part, data[1]: {**response, "response": {"output": response["response"]}}}
+
+    return edit_parts(history, hits, wrapped)
 
 
 @rule(
@@ -127,17 +120,14 @@ def gemini_signature_in_call(history: Contents, params: Params) -> list[Hit]:
 
 @gemini_signature_in_call.repair("move")
 def _move_signature(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    edits: Edit = {}
-    for hit in hits:
-        j, key = hit.data
-        part = parts_of(history.messages[hit.index])[j]
-        call = part[key]
-        moved = {**part, key: without(call, "thoughtSignature")}
+    def moved(part: Part, data: tuple[int, str]) -> Part:
+        call = part[data[1]]
+        out = {**part, data[1]: without(call, "thoughtSignature")}
         if key_in(part, "thoughtSignature") is None:
-            inner = call[key_in(call, "thoughtSignature") or "thoughtSignature"]
-            moved[spelled(part, "thoughtSignature")] = inner
-        edits.setdefault(hit.index, {})[j] = moved
-    return edit(history, edits)
+            out[spelled(part, "thoughtSignature")] = call[key_in(call, "thoughtSignature") or ""]
+        return out
+
+    return edit_parts(history, hits, moved)
 
 
 #: Keys other APIs leave on a part or inside a call or response (N18): a part-level ``id``
@@ -179,16 +169,15 @@ def _foreign(part: Part) -> list[str]:
 
 @gemini_foreign_field.repair("strip")
 def _strip_foreign(history: Contents, hits: Sequence[Hit], params: Params) -> Contents:
-    edits: Edit = {}
-    for hit in hits:
-        part = parts_of(history.messages[hit.index])[hit.data]
-        stripped = without(part, *_FOREIGN_PART)
+    def stripped(part: Part, data: int) -> Part:
+        out = without(part, *_FOREIGN_PART)
         for camel in ("functionCall", "functionResponse"):
-            key = key_in(stripped, camel)
-            if key is not None and type(stripped[key]) is dict:
-                stripped[key] = without(stripped[key], *_FOREIGN_INNER)
-        edits.setdefault(hit.index, {})[hit.data] = stripped
-    return edit(history, edits)
+            key = key_in(out, camel)
+            if key is not None and type(out[key]) is dict:
+                out[key] = without(out[key], *_FOREIGN_INNER)
+        return out
+
+    return edit_parts(history, hits, stripped)
 
 
 RULES = (gemini_role, gemini_struct_value, gemini_signature_in_call, gemini_foreign_field)

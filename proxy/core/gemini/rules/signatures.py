@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE, GeminiFacts
-from proxy.core.gemini.items import Contents, call_of, parts_of, signature_of, signed
-from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit, facts, rule
+from proxy.core.gemini.items import Contents, Part, call_of, parts_of, signature_of, signed
+from proxy.core.gemini.rules.common import call_parts, current_turn, edit_parts, facts, rule
 from proxy.core.gemini.spelling import spelled, without
 from proxy.core.providers import model_matches
 from proxy.core.rule import Hit, Params
@@ -37,14 +37,13 @@ def _steps(history: Contents) -> Iterator[int]:
 
 def _set(history: Contents, hits: Sequence[Hit], value: str | None) -> Contents:
     """The history with the signature of each hit's part set to ``value`` (None: removed)."""
-    edits: Edit = {}
-    for hit in hits:
-        part = parts_of(history.messages[hit.index])[hit.data]
-        new = without(part, "thoughtSignature")
-        if value is not None:
-            new = {**part, spelled(part, "thoughtSignature"): value}
-        edits.setdefault(hit.index, {})[hit.data] = new
-    return edit(history, edits)
+
+    def signed(part: Part, data: int) -> Part:
+        if value is None:
+            return without(part, "thoughtSignature")
+        return {**part, spelled(part, "thoughtSignature"): value}
+
+    return edit_parts(history, hits, signed)
 
 
 @rule(
