@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -256,12 +257,22 @@ def test_an_error_event_after_the_first_chunk_is_recorded(g: Google) -> None:
     assert answered.status_code == 200
     assert b'data: {"error"' in answered.content
     # Its headers went out before the error: the record is found in the log, not named there.
-    listed = httpx.get(f"{g.url}/repairs", params={"limit": 1}, timeout=10).json()["data"]
-    record = httpx.get(f"{g.url}/repairs/{listed[0]['id']}", timeout=10).json()
-    assert record["path"] == path.split("?")[0]
+    record = _newest(g, path.split("?")[0])
     assert record["outcome"] == "upstream_rejected"
     assert record["upstream_error_kind"] == "UNAVAILABLE"
     assert record["ending"] == "complete"
+
+
+def _newest(g: Google, path: str, within: float = 5.0) -> dict[str, Any]:
+    """The newest record of ``path``, once the writer has it (bounded wait)."""
+    deadline = time.monotonic() + within
+    while True:
+        listed = httpx.get(f"{g.url}/repairs", params={"limit": 5}, timeout=10).json()["data"]
+        found = [r for r in listed if r["path"] == path]
+        if found:
+            return httpx.get(f"{g.url}/repairs/{found[0]['id']}", timeout=10).json()  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, f"no record of {path} within {within} s"
+        time.sleep(0.05)
 
 
 def test_foreign_signatures_are_replaced_once_the_upstream_says_so(g: Google) -> None:
