@@ -18,6 +18,7 @@ from typing import Any
 
 from proxy.core.history import CopyOnWrite
 from proxy.core.messages.facts import facts_of
+from proxy.core.messages.index import index_of
 from proxy.errors import MalformedHistory
 
 Item = dict[str, Any]
@@ -127,12 +128,12 @@ class Messages(CopyOnWrite):
     @property
     def tool_free(self) -> bool:
         """Whether no block is a ``tool_use``, ``tool_result`` or ``server_tool_use``."""
-        return self.memo("tool_free", _tool_free)
+        return not index_of(self).has(TOOL_BLOCKS)
 
     @property
     def roles(self) -> list[Any]:
-        """The role of every message, in order."""
-        return [m.get("role") for m in self.messages]
+        """The role of every message, in order (read-only: the index's list)."""
+        return index_of(self).roles
 
     def path(self, i: int, where: str = "") -> str:
         return path(-1 if i == -1 else self.origin(i), where)
@@ -141,12 +142,21 @@ class Messages(CopyOnWrite):
         """The same messages in a request whose top-level ``changes`` are applied (``system``,
         ``thinking``, ``tools``); the engine forwards them with the messages."""
         request = MappingProxyType({**self.request, **changes})
-        return type(self)(self.messages, self.origins, request)
+        return self._same_messages(request)
 
     def without_fields(self, names: frozenset[str]) -> Messages:
         """The same messages in a request without the top-level fields ``names``."""
         request = MappingProxyType({k: v for k, v in self.request.items() if k not in names})
-        return type(self)(self.messages, self.origins, request)
+        return self._same_messages(request)
+
+    def _same_messages(self, request: Mapping[str, Any]) -> Messages:
+        """These messages in ``request``: the index (which reads only the messages) carries
+        over; the analyses that read the request (pairing reads ``thread``) do not."""
+        history = type(self)(self.messages, self.origins, request)
+        known, index = self.memoized("index")
+        if known:
+            history.seed("index", index)
+        return history
 
     def named(self, index: int, dialect: str) -> frozenset[int]:
         """The positions the ``messages.{index}`` of an upstream of ``dialect`` names: Anthropic
@@ -155,8 +165,9 @@ class Messages(CopyOnWrite):
         if not facts_of(dialect).merges_same_role:
             return frozenset({index})
         runs: list[list[int]] = []
-        for i, role in enumerate(self.roles):
-            if runs and role != "system" and self.roles[runs[-1][0]] == role:
+        roles = self.roles
+        for i, role in enumerate(roles):
+            if runs and role != "system" and roles[runs[-1][0]] == role:
                 runs[-1].append(i)
             else:
                 runs.append([i])
@@ -167,7 +178,3 @@ class Messages(CopyOnWrite):
         for i, message in enumerate(self.messages):
             for j, block in enumerate(blocks(message)):
                 yield i, j, block
-
-
-def _tool_free(history: Messages) -> bool:
-    return not any(b.get("type") in TOOL_BLOCKS for _, _, b in history.blocks_at())

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from proxy.core.messages import index as fast
+from proxy.core.messages.index import index_of, marked_at
 from proxy.core.messages.items import Block, Messages, blocks
 from proxy.core.messages.rules.common import facts, reference_text, rule, with_content
 from proxy.core.rule import Hit, Params
@@ -32,9 +34,14 @@ def messages_unsupported_block(history: Messages, params: Params) -> list[Hit]:
     known = facts(params).block_types
     if known is None:
         return []
+    index = index_of(history)
+    if fast.FAST and all(
+        known.get(role) is None or kinds <= known[role] for role, kinds in index.role_kinds.items()
+    ):
+        return []
     hits = []
     for i, j, block in history.blocks_at():
-        allowed = known.get(history.roles[i])
+        allowed = known.get(index.roles[i])
         kind = block["type"]
         if allowed is None or kind in allowed:
             continue
@@ -97,8 +104,8 @@ def messages_tool_reference(history: Messages, params: Params) -> list[Hit]:
     if facts(params).tool_reference:
         return []
     hits = []
-    for i, j, block in history.blocks_at():
-        content = block.get("content") if block["type"] == "tool_result" else None
+    for i, j, block in index_of(history).of("tool_result"):
+        content = block.get("content")
         if type(content) is not list:
             continue
         for k, part in enumerate(content):
@@ -134,11 +141,7 @@ def messages_empty_text(history: Messages, params: Params) -> list[Hit]:
     """
     if not facts(params).strict_text:
         return []
-    return [
-        Hit(i, f".content[{j}]", "empty text block", j)
-        for i, j, block in history.blocks_at()
-        if block["type"] == "text" and not str(block.get("text", "")).strip()
-    ]
+    return [Hit(i, f".content[{j}]", "empty text block", j) for i, j in index_of(history).blank]
 
 
 @messages_empty_text.repair("drop")
@@ -160,16 +163,12 @@ def messages_empty_message(history: Messages, params: Params) -> list[Hit]:
     """
     if not facts(params).strict_text:
         return []
-    last = len(history) - 1
+    last, index = len(history) - 1, index_of(history)
     return [
         Hit(i, ".content", "message without content")
-        for i, message in enumerate(history.messages)
-        if _empty(message.get("content")) and not (i == last and history.roles[i] == "assistant")
+        for i in index.empty
+        if not (i == last and index.roles[i] == "assistant")
     ]
-
-
-def _empty(content: Any) -> bool:
-    return (type(content) is str and not content.strip()) or content == []
 
 
 @messages_empty_message.repair("drop")
@@ -192,34 +191,24 @@ def messages_cache_control_limit(history: Messages, params: Params) -> list[Hit]
     if not facts(params).strict_text:
         return []
     request = history.request
-    fixed = sum(_marked(b) for key in ("tools", "system") for b in _list(request.get(key)))
-    marked = [(i, j) for i, j, block in history.blocks_at() if _marks(block)]
-    total = fixed + sum(_marks(blocks(history.messages[i])[j]) for i, j in marked)
+    fixed = sum(marked_at(b) for key in ("tools", "system") for b in _list(request.get(key)))
+    marked = index_of(history).marked
+    total = fixed + sum(marks for _, _, marks in marked)
     if total <= 4:
         return []
     if fixed > 4:
         return [Hit(-1, "system", f"{total} cache_control breakpoints, at most 4", fatal=True)]
     excess, hits = total - 4, []
-    for i, j in marked:
+    for i, j, marks in marked:
         if excess <= 0:
             break
-        excess -= _marks(blocks(history.messages[i])[j])
+        excess -= marks
         hits.append(Hit(i, f".content[{j}]", f"{total} cache_control breakpoints, at most 4", j))
     return hits
 
 
 def _list(value: Any) -> list[Any]:
     return value if type(value) is list else []
-
-
-def _marked(block: Any) -> int:
-    return int(type(block) is dict and block.get("cache_control") is not None)
-
-
-def _marks(block: Block) -> int:
-    """Breakpoints on a block and on the blocks inside its ``content`` (a tool result's)."""
-    inner = block.get("content")
-    return _marked(block) + sum(_marked(b) for b in _list(inner))
 
 
 @messages_cache_control_limit.repair("unmark")

@@ -6,11 +6,16 @@ import hashlib
 import re
 from collections.abc import Sequence
 
+from proxy.core.messages import index as fast
+from proxy.core.messages.index import index_of
 from proxy.core.messages.items import Block, Messages, blocks
 from proxy.core.messages.rules.common import facts, rule, turns, with_content
 from proxy.core.rule import Hit, Params
 
 _BAD = re.compile(r"[^a-zA-Z0-9_-]")
+#: The id key of each block type whose id the upstream's pattern constrains.
+_ID_KEYS = {"tool_use": "id", "tool_result": "tool_use_id"}
+_ID_TYPES = frozenset(_ID_KEYS)
 
 
 def _digest(value: str) -> str:
@@ -35,10 +40,15 @@ def messages_tool_use_id_format(history: Messages, params: Params) -> list[Hit]:
     pattern = facts(params).tool_use_id_pattern
     if not pattern:
         return []
+    index, match = index_of(history), re.compile(pattern).fullmatch
+    if fast.FAST:  # each distinct id once: a call and its result share one
+        ids = {b[key] for kind, key in _ID_KEYS.items() for _, _, b in index.of(kind)}
+        if all(match(x) for x in ids):
+            return []
     hits = []
-    for i, j, block in history.blocks_at():
-        key = {"tool_use": "id", "tool_result": "tool_use_id"}.get(block["type"])
-        if key is not None and not re.fullmatch(pattern, block[key]):
+    for i, j, block in index.of_any(_ID_TYPES):
+        key = _ID_KEYS[block["type"]]
+        if not match(block[key]):
             detail = f"id {block[key]!r} does not match the upstream's pattern"
             hits.append(Hit(i, f".content[{j}].{key}", detail, (j, key)))
     return hits
@@ -46,7 +56,7 @@ def messages_tool_use_id_format(history: Messages, params: Params) -> list[Hit]:
 
 @messages_tool_use_id_format.repair("remap")
 def _remap(history: Messages, hits: Sequence[Hit], params: Params) -> Messages:
-    taken = {b.get("id") for _, _, b in history.blocks_at() if b["type"] == "tool_use"}
+    taken = {b.get("id") for _, _, b in index_of(history).of("tool_use")}
     mapping: dict[str, str] = {}
     for hit in hits:
         j, key = hit.data
@@ -80,11 +90,12 @@ def messages_duplicate_tool_use_id(history: Messages, params: Params) -> list[Hi
     same to the result answering it in the next turn.
     """
     whole = facts(params).ids_unique_per_request
+    calls = index_of(history).of("tool_use")
+    if fast.FAST and len({b["id"] for _, _, b in calls}) == len(calls):
+        return []  # unique in the request, so in each message too
     seen: dict[object, int] = {}
     hits = []
-    for i, j, block in history.blocks_at():
-        if block["type"] != "tool_use":
-            continue
+    for i, j, block in calls:
         key = block["id"] if whole else (i, block["id"])
         count = seen.get(key, 0)
         seen[key] = count + 1

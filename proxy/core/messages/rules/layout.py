@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from proxy.core.messages import index as fast
+from proxy.core.messages.index import index_of
 from proxy.core.messages.items import Messages, as_blocks, blocks
 from proxy.core.messages.rules.common import facts, rule, turns, with_content
 from proxy.core.messages.rules.turns import rebuild
@@ -27,12 +29,13 @@ def messages_split_tool_results(history: Messages, params: Params) -> list[Hit]:
     if facts(params).merges_same_role:
         return []
     hits = []
-    roles, start = history.roles, 0
+    index = index_of(history)
+    roles, start = index.roles, 0
     for i in range(1, len(roles)):
         if roles[i] != "user" or roles[i - 1] != "user":
             start = i
             continue
-        if any(b["type"] == "tool_result" for b in blocks(history.messages[i])):
+        if "tool_result" in index.kinds[i]:
             hits.append(Hit(i, "", f"tool results split from {history.path(start)}", start))
     return hits
 
@@ -69,6 +72,8 @@ def messages_orphan_server_tool_result(history: Messages, params: Params) -> lis
     server's encrypted data, which the model cannot read without the call.
     """
     merges = facts(params).merges_same_role
+    if fast.FAST and not any(_server_result(kind) for kind in index_of(history).by_type):
+        return []
     hits = []
     for turn in turns(history, merges):
         started: set[object] = set()

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from proxy.core.messages.facts import ROLES
+from proxy.core.messages import index as fast
+from proxy.core.messages.index import index_of
 from proxy.core.messages.items import Messages
 from proxy.core.messages.rules.common import facts, model_in, rule, thinking_type
 from proxy.core.rule import Hit, Params
@@ -24,11 +26,17 @@ def messages_unknown_role(history: Messages, params: Params) -> list[Hit]:
     DeepSeek ``messages[4].role: unknown variant `tool` `` (anthropic-messages.md M26,
     NyarchAssistant#157, EchoBird#155). No repair knows which call it answers: rejected.
     """
+    roles = index_of(history).roles
+    if fast.FAST and ROLES.issuperset(roles):
+        return []
     return [
         Hit(i, ".role", f"role {role!r} is not a Messages role", fatal=True)
-        for i, role in enumerate(history.roles)
+        for i, role in enumerate(roles)
         if role not in ROLES
     ]
+
+
+_CALLS = frozenset({"tool_use", "server_tool_use"})
 
 
 @rule(
@@ -44,9 +52,7 @@ def messages_tool_use_shape(history: Messages, params: Params) -> list[Hit]:
     cannot be guessed: rejected.
     """
     hits = []
-    for i, j, block in history.blocks_at():
-        if block["type"] not in ("tool_use", "server_tool_use"):
-            continue
+    for i, j, block in index_of(history).of_any(_CALLS):
         name = block.get("name")
         if type(name) is not str or not name:
             hits.append(Hit(i, f".content[{j}].name", "tool_use without a name", fatal=True))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from proxy.core.messages import index as fast
+from proxy.core.messages.index import index_of
 from proxy.core.messages.items import THINKING, Block, Messages, blocks
 from proxy.core.messages.rules.common import (
     facts,
@@ -54,8 +56,8 @@ def messages_unsigned_thinking(history: Messages, params: Params) -> list[Hit]:
         return []
     return [
         Hit(i, f".content[{j}]", "thinking block without a valid signature", j)
-        for i, j, block in history.blocks_at()
-        if block["type"] == "thinking" and (params.get("signed_too") or _unsigned(block))
+        for i, j, block in index_of(history).of("thinking")
+        if params.get("signed_too") or _unsigned(block)
     ]
 
 
@@ -106,10 +108,17 @@ def messages_thinking_on_tool_turns(history: Messages, params: Params) -> list[H
     """
     if not (params.get("thinks") or _thinks(history, params)):
         return []
+    index = index_of(history)
+    if fast.FAST and not index.of("tool_use"):
+        return []
     hits = []
     for turn in turns(history, facts(params).merges_same_role):  # Kimi merges, DeepSeek not
-        kinds = {b["type"] for i in turn.members for b in blocks(history.messages[i])}
-        if turn.role == "assistant" and "tool_use" in kinds and "thinking" not in kinds:
+        members = turn.members
+        if (
+            turn.role == "assistant"
+            and index.in_messages(members, "tool_use")
+            and not index.in_messages(members, "thinking")
+        ):
             detail = "tool_use message without thinking in thinking mode"
             hits.append(Hit(turn.first, ".content", detail))
     return hits
@@ -161,10 +170,14 @@ def _earlier_thinking(history: Messages, params: Params) -> list[Hit]:
     into one (thinking off)."""
     if thinking_type(history.request) in ("enabled", "adaptive"):
         return []
+    index = index_of(history)
+    if fast.FAST and not index.has(THINKING):
+        return []
     final = turns(history, facts(params).merges_same_role)[-1]
     return [
         Hit(k, f".content[{j}]", "thinking in a final assistant message, thinking off", (k, j))
         for k in final.members[:-1]
+        if not THINKING.isdisjoint(index.kinds[k])
         for j, b in enumerate(blocks(history.messages[k]))
         if b["type"] in THINKING
     ]
@@ -228,10 +241,7 @@ def messages_thinking_first(history: Messages, params: Params) -> list[Hit]:
     ts = turns(history, facts(params).merges_same_role)
     if len(ts) < 2 or ts[-1].role != "user" or ts[-2].role != "assistant":
         return []
-    last = ts[-1]
-    if not any(
-        b["type"] == "tool_result" for i in last.members for b in blocks(history.messages[i])
-    ):
+    if not index_of(history).in_messages(ts[-1].members, "tool_result"):
         return []
     call = history.messages[ts[-2].first]
     first = blocks(call)[0]["type"] if blocks(call) else "text"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from proxy.core.messages.index import index_of
 from proxy.core.messages.items import Block, Messages, blocks
 from proxy.core.messages.rules.common import (
     TAG,
@@ -56,17 +57,18 @@ class _Scan:
 
     def __init__(self, history: Messages, ts: list[Turn]) -> None:
         self.history, self.turns, self.result = history, ts, Pairing()
-        self.calls: dict[int, list[tuple[Place, str]]] = {}
-        for c, turn in enumerate(ts):
-            found = [
-                ((i, j), b["id"])
-                for i, j, b in turn_blocks(history, turn)
-                if b["type"] == "tool_use"
-            ]
-            if turn.role == "assistant":
-                self.calls[c] = found
+        self.index = index = index_of(history)
+        #: The calls of each assistant turn (every one has an entry, in order).
+        self.calls: dict[int, list[tuple[Place, str]]] = {
+            c: [] for c, turn in enumerate(ts) if turn.role == "assistant"
+        }
+        turn_of = _turn_of(ts) if index.of("tool_use") else []
+        for i, j, b in index.of("tool_use"):
+            c = turn_of[i]
+            if c in self.calls:
+                self.calls[c].append(((i, j), b["id"]))
             else:
-                self.result.calls_in_user.extend(place for place, _ in found)
+                self.result.calls_in_user.append((i, j))
         self.answered: dict[int, set[str]] = {c: set() for c in self.calls}
         self.loose: list[tuple[Place, str]] = []
         #: A turn continuing a server-side thread sends only its new messages: results in its
@@ -77,6 +79,8 @@ class _Scan:
     def read_results(self, t: int) -> None:
         """Sort the results of turn ``t`` into answered, duplicate and loose."""
         turn, result = self.turns[t], self.result
+        if not self.index.in_messages(turn.members, "tool_result"):
+            return  # nothing to sort: no result answers, repeats or strays here
         found = turn_blocks(self.history, turn)
         if turn.role != "user":
             self.loose.extend(
@@ -127,6 +131,11 @@ class _Scan:
                 if cid not in self.answered[c] and cid not in claimed:
                     self.result.missing.append((place, cid, c))
         return self.result
+
+
+def _turn_of(ts: list[Turn]) -> list[int]:
+    """The turn of every message position."""
+    return [t for t, turn in enumerate(ts) for _ in turn.members]
 
 
 def continues_thread(history: Messages) -> bool:

@@ -1,0 +1,125 @@
+"""One index per Messages history: what the rules look up, found in one walk over its blocks.
+
+Every Messages rule used to walk every block of the history (issue 34: ``blocks_at`` ran
+about 1,800 times for a 133-message body). The :class:`Index` is built in one pass (roles,
+each message's block types, the blocks of each type in order, empty messages, blank texts,
+cache breakpoints) and memoised on the history (:meth:`~proxy.core.history.CopyOnWrite.memo`),
+so that a clean history costs that one walk plus the rules' lookups, as chat's ``Pairing`` is
+shared. A repair makes a new history object (copy-on-write), which gets its own index; only
+:meth:`~proxy.core.messages.items.Messages.with_fields` (the same messages) hands it on.
+
+The index reads only the messages, never the request or a rule's parameters. The rules'
+fast exits (:data:`FAST`) return early where the index proves they find nothing; the test
+suite compares them with the rules run without them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from proxy.core.messages.items import Block, Messages
+
+#: The rules take the early exits the index proves safe (the property tests turn them off and
+#: compare).
+FAST = True
+
+#: (message position, block position, the block)
+Located = tuple[int, int, "Block"]
+_NONE: frozenset[str] = frozenset()
+_NO_BLOCKS: list[Located] = []
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """What one walk over a Messages history found. Read-only: rules never change it."""
+
+    roles: list[Any]  # the role of every message
+    kinds: list[frozenset[str]]  # the block types of every message (none for a string)
+    by_type: dict[str, list[Located]]  # the blocks of each type, in order
+    role_kinds: dict[Any, frozenset[str]]  # the block types found under each role
+    empty: list[int]  # messages without content: "", whitespace only, []
+    blank: list[tuple[int, int]]  # empty or whitespace-only text blocks
+    marked: list[tuple[int, int, int]]  # blocks with cache_control: (i, j, breakpoints)
+
+    def of(self, kind: str) -> list[Located]:
+        """The blocks of type ``kind``, in order."""
+        return self.by_type.get(kind, _NO_BLOCKS)
+
+    def has(self, kinds: frozenset[str]) -> bool:
+        """Whether some block is of one of ``kinds``."""
+        return not kinds.isdisjoint(self.by_type)
+
+    def of_any(self, kinds: frozenset[str]) -> list[Located]:
+        """The blocks of any of ``kinds``, in order."""
+        found = [b for kind in kinds & self.by_type.keys() for b in self.by_type[kind]]
+        return sorted(found, key=_place) if len(kinds) > 1 else found
+
+    def in_messages(self, members: tuple[int, ...], kind: str) -> bool:
+        """Whether one of the messages at ``members`` holds a block of type ``kind``."""
+        kinds = self.kinds
+        return any(kind in kinds[i] for i in members)
+
+
+def _place(located: Located) -> tuple[int, int]:
+    return located[0], located[1]
+
+
+def index_of(history: Messages) -> Index:
+    """The :class:`Index` of ``history`` (memoised on it)."""
+    return history.memo("index", build)
+
+
+def build(history: Messages) -> Index:
+    """One pass over every message and block of ``history`` (not memoised)."""
+    roles: list[Any] = []
+    kinds: list[frozenset[str]] = []
+    by_type: dict[str, list[Located]] = {}
+    role_kinds: dict[Any, set[str]] = {}
+    empty: list[int] = []
+    blank: list[tuple[int, int]] = []
+    marked: list[tuple[int, int, int]] = []
+    for i, message in enumerate(history.messages):
+        role = message.get("role")
+        roles.append(role)
+        content = message.get("content")
+        if type(content) is not list:
+            kinds.append(_NONE)
+            if type(content) is str and not content.strip():
+                empty.append(i)
+            continue
+        if not content:
+            empty.append(i)
+        seen: set[str] = set()
+        for j, block in enumerate(content):
+            kind = block.get("type")
+            seen.add(kind)
+            located = (i, j, block)
+            if kind in by_type:
+                by_type[kind].append(located)
+            else:
+                by_type[kind] = [located]
+            if kind == "text" and not str(block.get("text", "")).strip():
+                blank.append((i, j))
+            marks = breakpoints(block)
+            if marks:
+                marked.append((i, j, marks))
+        kinds.append(frozenset(seen))
+        role_kinds.setdefault(role, set()).update(seen)
+    frozen = {role: frozenset(found) for role, found in role_kinds.items()}
+    return Index(roles, kinds, by_type, frozen, empty, blank, marked)
+
+
+def marked_at(block: Any) -> int:
+    """1 when ``block`` is an object with ``cache_control`` set, else 0."""
+    return int(type(block) is dict and block.get("cache_control") is not None)
+
+
+def breakpoints(block: Block) -> int:
+    """Breakpoints on a block and on the blocks inside its ``content`` (a tool result's)."""
+    count = 1 if block.get("cache_control") is not None else 0
+    inner = block.get("content")
+    if type(inner) is list:
+        count += sum(marked_at(b) for b in inner)
+    return count
