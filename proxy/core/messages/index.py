@@ -102,9 +102,10 @@ def build(history: Messages) -> Index:
                 by_type[kind] = [located]
             if kind == "text" and not str(block.get("text", "")).strip():
                 blank.append((i, j))
-            marks = breakpoints(block)
-            if marks:
-                marked.append((i, j, marks))
+            if block.get("cache_control") is not None or type(block.get("content")) is list:
+                marks = breakpoints(block)
+                if marks:
+                    marked.append((i, j, marks))
         kinds.append(frozenset(seen))
         role_kinds.setdefault(role, set()).update(seen)
     frozen = {role: frozenset(found) for role, found in role_kinds.items()}

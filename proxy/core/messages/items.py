@@ -56,35 +56,42 @@ def messages_of(body: Any, *, need_max_tokens: bool = True) -> list[Item]:
 
 
 def _check_message(message: Any, i: int) -> None:
-    where = f"messages[{i}]"
+    # The paths are written only for an error: a clean history is checked without them.
     if type(message) is not dict:
-        raise MalformedHistory(f"{where} must be an object.", where)
+        raise MalformedHistory(f"messages[{i}] must be an object.", f"messages[{i}]")
     if type(message.get("role")) is not str:
-        raise MalformedHistory(f"{where}.role: Field required (a string).", f"{where}.role")
+        where = f"messages[{i}].role"
+        raise MalformedHistory(f"{where}: Field required (a string).", where)
     content = message.get("content")
     if type(content) is str:
         return
     if type(content) is not list:
+        where = f"messages[{i}].content"
         problem = "Field required" if content is None else "must be a string or a list of blocks"
-        raise MalformedHistory(f"{where}.content: {problem}.", f"{where}.content")
+        raise MalformedHistory(f"{where}: {problem}.", where)
     for j, block in enumerate(content):
-        _check_block(block, f"{where}.content[{j}]")
+        _check_block(block, i, j)
 
 
 _ID_KEYS = {"tool_use": "id", "tool_result": "tool_use_id", "server_tool_use": "id"}
 
 
-def _check_block(block: Any, where: str) -> None:
+def _check_block(block: Any, i: int, j: int) -> None:
     if type(block) is not dict:
-        raise MalformedHistory(f"{where} must be an object.", where)
+        raise _block_error(i, j, "", "must be an object")
     kind = block.get("type")
     if type(kind) is not str:
-        raise MalformedHistory(f"{where}.type: Field required (a string).", f"{where}.type")
+        raise _block_error(i, j, ".type", "Field required (a string)")
     key = _ID_KEYS.get(kind)
     if key is not None and type(block.get(key)) is not str:
-        raise MalformedHistory(f"{where}.{key}: Field required (a string).", f"{where}.{key}")
+        raise _block_error(i, j, f".{key}", "Field required (a string)")
     if kind == "text" and type(block.get("text")) is not str:
-        raise MalformedHistory(f"{where}.text: Field required (a string).", f"{where}.text")
+        raise _block_error(i, j, ".text", "Field required (a string)")
+
+
+def _block_error(i: int, j: int, key: str, problem: str) -> MalformedHistory:
+    where = f"messages[{i}].content[{j}]{key}"
+    return MalformedHistory(f"{where}{':' if key else ''} {problem}.", where)
 
 
 def blocks(message: Item) -> list[Block]:

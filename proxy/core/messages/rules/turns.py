@@ -47,7 +47,7 @@ def pairing(history: Messages, merges: bool) -> Pairing:
 
 def _pair(history: Messages, merges: bool) -> Pairing:
     scan = _Scan(history, turns(history, merges))
-    for t in range(len(scan.turns)):
+    for t in scan.result_turns:  # the other turns hold nothing to sort
         scan.read_results(t)
     return scan.finish()
 
@@ -62,7 +62,10 @@ class _Scan:
         self.calls: dict[int, list[tuple[Place, str]]] = {
             c: [] for c, turn in enumerate(ts) if turn.role == "assistant"
         }
-        turn_of = _turn_of(ts) if index.of("tool_use") else []
+        tool_blocks = index.of("tool_use") or index.of("tool_result")
+        turn_of = [t for t, turn in enumerate(ts) for _ in turn.members] if tool_blocks else []
+        #: The turns holding a tool_result, in order.
+        self.result_turns = sorted({turn_of[i] for i, _, _ in index.of("tool_result")})
         for i, j, b in index.of("tool_use"):
             c = turn_of[i]
             if c in self.calls:
@@ -79,8 +82,6 @@ class _Scan:
     def read_results(self, t: int) -> None:
         """Sort the results of turn ``t`` into answered, duplicate and loose."""
         turn, result = self.turns[t], self.result
-        if not self.index.in_messages(turn.members, "tool_result"):
-            return  # nothing to sort: no result answers, repeats or strays here
         found = turn_blocks(self.history, turn)
         if turn.role != "user":
             self.loose.extend(
@@ -94,8 +95,9 @@ class _Scan:
         text_seen = hoist = False
         texts = {i for i in turn.members if self.history.messages[i]["content"]}
         texts -= {i for i, _, _ in found}  # left: string contents, text before any block
+        first_text = min(texts, default=len(self.history))
         for i, j, block in found:
-            text_seen = text_seen or any(k < i for k in texts)
+            text_seen = text_seen or first_text < i
             if block["type"] != "tool_result":
                 text_seen = True
             elif block["tool_use_id"] in seen:
@@ -131,11 +133,6 @@ class _Scan:
                 if cid not in self.answered[c] and cid not in claimed:
                     self.result.missing.append((place, cid, c))
         return self.result
-
-
-def _turn_of(ts: list[Turn]) -> list[int]:
-    """The turn of every message position."""
-    return [t for t, turn in enumerate(ts) for _ in turn.members]
 
 
 def continues_thread(history: Messages) -> bool:
