@@ -53,17 +53,15 @@ class Index:
 
     def of_any(self, kinds: frozenset[str]) -> list[Located]:
         """The blocks of any of ``kinds``, in order."""
-        found = [b for kind in kinds & self.by_type.keys() for b in self.by_type[kind]]
-        return sorted(found, key=_place) if len(kinds) > 1 else found
+        present = [self.by_type[kind] for kind in kinds if kind in self.by_type]
+        if len(present) == 1:
+            return present[0]
+        return sorted(b for found in present for b in found)  # no two blocks share (i, j)
 
     def in_messages(self, members: tuple[int, ...], kind: str) -> bool:
         """Whether one of the messages at ``members`` holds a block of type ``kind``."""
         kinds = self.kinds
         return any(kind in kinds[i] for i in members)
-
-
-def _place(located: Located) -> tuple[int, int]:
-    return located[0], located[1]
 
 
 def index_of(history: Messages) -> Index:

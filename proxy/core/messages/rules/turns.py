@@ -81,33 +81,42 @@ class _Scan:
 
     def read_results(self, t: int) -> None:
         """Sort the results of turn ``t`` into answered, duplicate and loose."""
-        turn, result = self.turns[t], self.result
-        found = turn_blocks(self.history, turn)
+        turn, result, messages = self.turns[t], self.result, self.history.messages
         if turn.role != "user":
             self.loose.extend(
-                ((i, j), b["tool_use_id"]) for i, j, b in found if b["type"] == "tool_result"
+                ((i, j), b["tool_use_id"])
+                for i, j, b in turn_blocks(self.history, turn)
+                if b["type"] == "tool_result"
             )
             return
-        expected = {cid for _, cid in self.calls.get(t - 1, [])}
+        expected = {cid for _, cid in self.calls.get(t - 1, ())}
         if t == 0 and self.held:
-            expected = {b["tool_use_id"] for _, _, b in found if b["type"] == "tool_result"}
+            expected = {
+                b["tool_use_id"]
+                for i in turn.members
+                for b in blocks(messages[i])
+                if b["type"] == "tool_result"
+            }
         seen: set[str] = set()
         text_seen = hoist = False
-        texts = {i for i in turn.members if self.history.messages[i]["content"]}
-        texts -= {i for i, _, _ in found}  # left: string contents, text before any block
-        first_text = min(texts, default=len(self.history))
-        for i, j, block in found:
-            text_seen = text_seen or first_text < i
-            if block["type"] != "tool_result":
-                text_seen = True
-            elif block["tool_use_id"] in seen:
-                result.duplicates.append((i, j))
-            elif block["tool_use_id"] in expected:
-                seen.add(block["tool_use_id"])
-                result.answered[(i, j)] = t - 1
-                hoist = hoist or text_seen
-            else:
-                self.loose.append(((i, j), block["tool_use_id"]))
+        for i in turn.members:
+            content = messages[i]["content"]
+            if type(content) is not list:  # a string: text before the blocks after it
+                text_seen = text_seen or bool(content)
+                continue
+            for j, block in enumerate(content):
+                if block["type"] != "tool_result":
+                    text_seen = True
+                    continue
+                rid = block["tool_use_id"]
+                if rid in seen:
+                    result.duplicates.append((i, j))
+                elif rid in expected:
+                    seen.add(rid)
+                    result.answered[(i, j)] = t - 1
+                    hoist = hoist or text_seen
+                else:
+                    self.loose.append(((i, j), rid))
         self.answered.get(t - 1, set()).update(seen)
         if hoist:
             result.unhoisted.append(t)
