@@ -16,6 +16,7 @@ suite compares them with the rules run without them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,9 +37,8 @@ class Index:
     """What one walk over a Messages history found. Read-only: rules never change it."""
 
     roles: list[Any]  # the role of every message
-    kinds: list[frozenset[str]]  # the block types of every message (none for a string)
+    kinds: list[AbstractSet[str]]  # the block types of every message (none for a string)
     by_type: dict[str, list[Located]]  # the blocks of each type, in order
-    role_kinds: dict[Any, frozenset[str]]  # the block types found under each role
     empty: list[int]  # messages without content: "", whitespace only, []
     blank: list[tuple[int, int]]  # empty or whitespace-only text blocks
     marked: list[tuple[int, int, int]]  # blocks with cache_control: (i, j, breakpoints)
@@ -58,6 +58,14 @@ class Index:
             return present[0]
         return sorted(b for found in present for b in found)  # no two blocks share (i, j)
 
+    def role_kinds(self) -> dict[Any, set[str]]:
+        """The block types found under each role (read by one rule, on one provider: made
+        when asked)."""
+        found: dict[Any, set[str]] = {}
+        for role, kinds in zip(self.roles, self.kinds, strict=True):
+            found.setdefault(role, set()).update(kinds)
+        return found
+
     def in_messages(self, members: tuple[int, ...], kind: str) -> bool:
         """Whether one of the messages at ``members`` holds a block of type ``kind``."""
         kinds = self.kinds
@@ -72,15 +80,13 @@ def index_of(history: Messages) -> Index:
 def build(history: Messages) -> Index:
     """One pass over every message and block of ``history`` (not memoised)."""
     roles: list[Any] = []
-    kinds: list[frozenset[str]] = []
+    kinds: list[AbstractSet[str]] = []
     by_type: dict[str, list[Located]] = {}
-    role_kinds: dict[Any, set[str]] = {}
     empty: list[int] = []
     blank: list[tuple[int, int]] = []
     marked: list[tuple[int, int, int]] = []
     for i, message in enumerate(history.messages):
-        role = message.get("role")
-        roles.append(role)
+        roles.append(message.get("role"))
         content = message.get("content")
         if type(content) is not list:
             kinds.append(_NONE)
@@ -90,24 +96,21 @@ def build(history: Messages) -> Index:
         if not content:
             empty.append(i)
         seen: set[str] = set()
+        kinds.append(seen)  # filled below, read-only once built
         for j, block in enumerate(content):
             kind = block.get("type")
             seen.add(kind)
-            located = (i, j, block)
             if kind in by_type:
-                by_type[kind].append(located)
+                by_type[kind].append((i, j, block))
             else:
-                by_type[kind] = [located]
+                by_type[kind] = [(i, j, block)]
             if kind == "text" and not str(block.get("text", "")).strip():
                 blank.append((i, j))
-            if block.get("cache_control") is not None or type(block.get("content")) is list:
+            if "cache_control" in block or type(block.get("content")) is list:
                 marks = breakpoints(block)
                 if marks:
                     marked.append((i, j, marks))
-        kinds.append(frozenset(seen))
-        role_kinds.setdefault(role, set()).update(seen)
-    frozen = {role: frozenset(found) for role, found in role_kinds.items()}
-    return Index(roles, kinds, by_type, frozen, empty, blank, marked)
+    return Index(roles, kinds, by_type, empty, blank, marked)
 
 
 def marked_at(block: Any) -> int:

@@ -36,7 +36,8 @@ def messages_unsupported_block(history: Messages, params: Params) -> list[Hit]:
         return []
     index = index_of(history)
     if fast.FAST and all(
-        known.get(role) is None or kinds <= known[role] for role, kinds in index.role_kinds.items()
+        known.get(role) is None or kinds <= known[role]
+        for role, kinds in index.role_kinds().items()
     ):
         return []
     hits = []
