@@ -43,8 +43,8 @@ def _worker() -> None:
     for kind in KINDS:
         parsed = orjson.loads(data[kind])
         work[kind] = lambda parsed=parsed: sanitize_body(MESSAGES, parsed, policy)
-    for name in work:
-        _cpu_per_call(work[name], 5)  # warm
+    for each in work.values():
+        _cpu_per_call(each, 5)  # warm
     print("ready", flush=True)
     for line in sys.stdin:
         n = int(line)
@@ -67,10 +67,12 @@ def compare(roots: list[str], rounds: int) -> dict[str, dict[str, float]]:
     samples: dict[str, dict[str, list[float]]] = {r: {} for r in roots}
     try:
         for proc in workers.values():
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "ready"
         for _ in range(rounds):
             for root, proc in workers.items():
-                assert proc.stdin is not None and proc.stdout is not None
+                assert proc.stdin is not None
+                assert proc.stdout is not None
                 proc.stdin.write(f"{BATCH}\n")
                 proc.stdin.flush()
                 for name, value in json.loads(proc.stdout.readline()).items():
@@ -91,7 +93,7 @@ def main(argv: list[str]) -> None:
     for root, figures in compare(argv, rounds).items():
         parse = figures["parse"]
         line = "  ".join(
-            f"{kind} {figures[kind]:.0f} µs ({figures[kind] / parse:.2f}× parse)" for kind in KINDS
+            f"{kind} {figures[kind]:.0f} µs ({figures[kind] / parse:.2f} x parse)" for kind in KINDS
         )
         print(f"{root}: parse {parse:.0f} µs  {line}")
 

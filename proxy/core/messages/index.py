@@ -15,8 +15,8 @@ suite compares them with the rules run without them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

@@ -64,7 +64,7 @@ def turns(history: Messages, merges: bool) -> list[Turn]:
 
 def _turns(history: Messages, merges: bool) -> list[Turn]:
     roles = history.roles
-    new = tuple.__new__  # the named tuple's own __new__ is a Python call: 3× slower
+    new = tuple.__new__  # the named tuple's own __new__ is a Python call: 3 times slower
     if not merges:
         return [new(Turn, (role, (i,))) for i, role in enumerate(roles)]
     found: list[Turn] = []

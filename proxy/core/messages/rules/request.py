@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.core.messages.facts import ROLES
 from proxy.core.messages import index as fast
+from proxy.core.messages.facts import ROLES
 from proxy.core.messages.index import index_of
 from proxy.core.messages.items import Messages
 from proxy.core.messages.rules.common import facts, model_in, rule, thinking_type
