@@ -2,10 +2,11 @@
 
 Every Messages rule used to walk every block of the history (issue 34: ``blocks_at`` ran
 about 1,800 times for a 133-message body). The :class:`Index` is built in one pass (roles,
-each message's block types, the blocks of each type in order, empty messages, blank texts,
-cache breakpoints) and memoised on the history (:meth:`~proxy.core.history.CopyOnWrite.memo`),
-so that a clean history costs that one walk plus the rules' lookups, as chat's ``Pairing`` is
-shared. A repair makes a new history object (copy-on-write), which gets its own index; only
+the blocks of each type in order, empty messages, blank texts, cache breakpoints; which
+messages hold a type is derived when a rule asks) and memoised on the history
+(:meth:`~proxy.core.history.CopyOnWrite.memo`), so that a clean history costs that one walk
+plus the rules' lookups, as chat's ``Pairing`` is shared. A repair makes a new history object
+(copy-on-write), which gets its own index; only
 :meth:`~proxy.core.messages.items.Messages.with_fields` (the same messages) hands it on.
 
 The index reads only the messages, never the request or a rule's parameters. The rules'
@@ -16,7 +17,7 @@ suite compares them with the rules run without them.
 from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ FAST = True
 
 #: (message position, block position, the block)
 Located = tuple[int, int, "Block"]
-_NONE: frozenset[str] = frozenset()
 _NO_BLOCKS: list[Located] = []
 
 
@@ -37,11 +37,12 @@ class Index:
     """What one walk over a Messages history found. Read-only: rules never change it."""
 
     roles: list[Any]  # the role of every message
-    kinds: list[AbstractSet[str]]  # the block types of every message (none for a string)
     by_type: dict[str, list[Located]]  # the blocks of each type, in order
     empty: list[int]  # messages without content: "", whitespace only, []
     blank: list[tuple[int, int]]  # empty or whitespace-only text blocks
     marked: list[tuple[int, int, int]]  # blocks with cache_control: (i, j, breakpoints)
+    #: :meth:`holders` made so far (a few rules on a few providers ask).
+    _holders: dict[str, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
 
     def of(self, kind: str) -> list[Located]:
         """The blocks of type ``kind``, in order."""
@@ -58,18 +59,29 @@ class Index:
             return present[0]
         return sorted(b for found in present for b in found)  # no two blocks share (i, j)
 
-    def role_kinds(self) -> dict[Any, set[str]]:
-        """The block types found under each role (read by one rule, on one provider: made
-        when asked)."""
-        found: dict[Any, set[str]] = {}
-        for role, kinds in zip(self.roles, self.kinds, strict=True):
-            found.setdefault(role, set()).update(kinds)
+    def holders(self, kind: str) -> frozenset[int]:
+        """The positions of the messages holding a block of type ``kind`` (made when asked)."""
+        found = self._holders.get(kind)
+        if found is None:
+            found = self._holders[kind] = frozenset(i for i, _, _ in self.of(kind))
         return found
+
+    def holds(self, i: int, kinds: AbstractSet[str]) -> bool:
+        """Whether message ``i`` holds a block of one of ``kinds``."""
+        return any(i in self.holders(kind) for kind in kinds)
 
     def in_messages(self, members: tuple[int, ...], kind: str) -> bool:
         """Whether one of the messages at ``members`` holds a block of type ``kind``."""
-        kinds = self.kinds
-        return any(kind in kinds[i] for i in members)
+        holders = self.holders(kind)
+        return any(i in holders for i in members)
+
+    def role_kinds(self) -> dict[Any, set[str]]:
+        """The block types found under each role (read by one rule, on one provider)."""
+        found: dict[Any, set[str]] = {}
+        for kind, located in self.by_type.items():
+            for role in {self.roles[i] for i, _, _ in located}:
+                found.setdefault(role, set()).add(kind)
+        return found
 
 
 def index_of(history: Messages) -> Index:
@@ -80,7 +92,6 @@ def index_of(history: Messages) -> Index:
 def build(history: Messages) -> Index:
     """One pass over every message and block of ``history`` (not memoised)."""
     roles: list[Any] = []
-    kinds: list[AbstractSet[str]] = []
     by_type: dict[str, list[Located]] = {}
     empty: list[int] = []
     blank: list[tuple[int, int]] = []
@@ -89,17 +100,13 @@ def build(history: Messages) -> Index:
         roles.append(message.get("role"))
         content = message.get("content")
         if type(content) is not list:
-            kinds.append(_NONE)
             if type(content) is str and not content.strip():
                 empty.append(i)
             continue
         if not content:
             empty.append(i)
-        seen: set[str] = set()
-        kinds.append(seen)  # filled below, read-only once built
         for j, block in enumerate(content):
             kind = block.get("type")
-            seen.add(kind)
             if kind in by_type:
                 by_type[kind].append((i, j, block))
             else:
@@ -110,7 +117,7 @@ def build(history: Messages) -> Index:
                 marks = breakpoints(block)
                 if marks:
                     marked.append((i, j, marks))
-    return Index(roles, kinds, by_type, empty, blank, marked)
+    return Index(roles, by_type, empty, blank, marked)
 
 
 def marked_at(block: Any) -> int:

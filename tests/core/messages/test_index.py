@@ -157,7 +157,7 @@ def _as_plain(history: Messages) -> dict[str, Any]:
     index = index_of(history)
     return {
         "roles": index.roles,
-        "kinds": [set(k) for k in index.kinds],
+        "kinds": [{k for k in index.by_type if index.holds(i, {k})} for i in range(len(history))],
         "by_type": dict(sorted(index.by_type.items())),
         "empty": index.empty,
         "blank": index.blank,

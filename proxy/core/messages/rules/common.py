@@ -67,13 +67,13 @@ def _turns(history: Messages, merges: bool) -> list[Turn]:
     new = tuple.__new__  # the named tuple's own __new__ is a Python call: 3 times slower
     if not merges:
         return [new(Turn, (role, (i,))) for i, role in enumerate(roles)]
-    found: list[Turn] = []
-    start = 0
-    for i in range(1, len(roles) + 1):  # a run of one role (never of system) ends before i
-        if i == len(roles) or roles[i] != roles[start] or roles[i] == "system":
-            found.append(new(Turn, (roles[start], tuple(range(start, i)))))
-            start = i
-    return found
+    n = len(roles)
+    # A run of one role (never of system) ends where the role changes or a system one starts.
+    starts = [0, *(i for i in range(1, n) if roles[i] != roles[i - 1] or roles[i] == "system")]
+    if len(starts) >= n:  # no run (or no message): a turn per message
+        return [new(Turn, (role, (i,))) for i, role in enumerate(roles)]
+    ends = [*starts[1:], n]
+    return [new(Turn, (roles[s], tuple(range(s, e)))) for s, e in zip(starts, ends, strict=True)]
 
 
 def turn_blocks(history: Messages, turn: Turn) -> list[tuple[int, int, Block]]:

@@ -35,7 +35,7 @@ def messages_split_tool_results(history: Messages, params: Params) -> list[Hit]:
         if roles[i] != "user" or roles[i - 1] != "user":
             start = i
             continue
-        if "tool_result" in index.kinds[i]:
+        if i in index.holders("tool_result"):
             hits.append(Hit(i, "", f"tool results split from {history.path(start)}", start))
     return hits
 

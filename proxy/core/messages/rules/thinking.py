@@ -177,7 +177,7 @@ def _earlier_thinking(history: Messages, params: Params) -> list[Hit]:
     return [
         Hit(k, f".content[{j}]", "thinking in a final assistant message, thinking off", (k, j))
         for k in final.members[:-1]
-        if not THINKING.isdisjoint(index.kinds[k])
+        if index.holds(k, THINKING)
         for j, b in enumerate(blocks(history.messages[k]))
         if b["type"] in THINKING
     ]
