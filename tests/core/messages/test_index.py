@@ -15,6 +15,7 @@ cut from their call, ids out of pattern or used twice, roles and blocks an upstr
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 from proxy.core.messages import index as fast
 from proxy.core.messages.index import build, index_of
 from proxy.core.messages.items import Messages, blocks
+from proxy.core.messages.rules.ids import _all_match
 from proxy.core.rule import Hit
 from proxy.core.wire import MESSAGES, sanitize_body
 from tests.core.messages.test_properties import (
@@ -240,3 +242,18 @@ def test_a_repair_gets_a_fresh_index_and_new_fields_keep_it() -> None:
     assert index_of(history).blank == [(0, 0)]  # the old history's index is its own
     moved = history.with_fields({"system": "be brief"})
     assert moved.memoized("index") == (True, index_of(history))
+
+
+@SETTINGS
+@given(
+    pattern=st.sampled_from(["[a-zA-Z0-9_-]+", "[a-c]+", "[a^]+", "toolu_[0-9]+", "[ab]*"]),
+    ids=st.lists(st.text(alphabet="abc^_-:.0123 toolu\n", max_size=8), max_size=6),
+)
+def test_the_id_pattern_check_matches_one_id_at_a_time(pattern: str, ids: list[str]) -> None:
+    calls = [{"type": "tool_use", "id": x, "name": "f", "input": {}} for x in ids]
+    results = [{"type": "tool_result", "tool_use_id": x} for x in reversed(ids)]
+    history = Messages(
+        [{"role": "assistant", "content": calls}, {"role": "user", "content": results}]
+    )
+    expected = all(re.fullmatch(pattern, x) for x in ids)
+    assert _all_match(pattern, index_of(history)) == expected

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from operator import itemgetter
 
 from proxy.core.messages import index as fast
-from proxy.core.messages.index import index_of
+from proxy.core.messages.index import Index, index_of
 from proxy.core.messages.items import Block, Messages, blocks
 from proxy.core.messages.rules.common import facts, rule, turns, with_content
 from proxy.core.rule import Hit, Params
@@ -41,10 +42,8 @@ def messages_tool_use_id_format(history: Messages, params: Params) -> list[Hit]:
     if not pattern:
         return []
     index, match = index_of(history), re.compile(pattern).fullmatch
-    if fast.FAST:  # each distinct id once: a call and its result share one
-        ids = {b[key] for kind, key in _ID_KEYS.items() for _, _, b in index.of(kind)}
-        if all(match(x) for x in ids):
-            return []
+    if fast.FAST and _all_match(pattern, index):
+        return []
     hits = []
     for i, j, block in index.of_any(_ID_TYPES):
         key = _ID_KEYS[block["type"]]
@@ -52,6 +51,24 @@ def messages_tool_use_id_format(history: Messages, params: Params) -> list[Hit]:
             detail = f"id {block[key]!r} does not match the upstream's pattern"
             hits.append(Hit(i, f".content[{j}].{key}", detail, (j, key)))
     return hits
+
+
+#: A pattern of one character class repeated (``[a-zA-Z0-9_-]+``): no escape, not negated.
+_BLOCK, _ID = itemgetter(2), itemgetter("id")
+_ONE_CLASS = re.compile(r"\[[^\]\\^][^\]\\]*\]\+")
+
+
+def _all_match(pattern: str, index: Index) -> bool:
+    """Whether every id of the history matches ``pattern`` (each distinct id once: a call and
+    its result share one). A pattern of one class ``[C]+`` matches every id when none is
+    empty and their concatenation is all ``C``: one match instead of one per id."""
+    ids: list[str] = []
+    for kind, key in _ID_KEYS.items():  # mapped in C: no Python step per id
+        ids += map(itemgetter(key), map(_BLOCK, index.of(kind)))
+    if _ONE_CLASS.fullmatch(pattern):
+        return all(ids) and re.fullmatch(f"{pattern[:-1]}*", "".join(ids)) is not None
+    match = re.compile(pattern).fullmatch
+    return all(match(x) for x in set(ids))
 
 
 @messages_tool_use_id_format.repair("remap")
@@ -91,7 +108,7 @@ def messages_duplicate_tool_use_id(history: Messages, params: Params) -> list[Hi
     """
     whole = facts(params).ids_unique_per_request
     calls = index_of(history).of("tool_use")
-    if fast.FAST and len({b["id"] for _, _, b in calls}) == len(calls):
+    if fast.FAST and len(set(map(_ID, map(_BLOCK, calls)))) == len(calls):
         return []  # unique in the request, so in each message too
     seen: dict[object, int] = {}
     hits = []
