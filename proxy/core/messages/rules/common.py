@@ -76,6 +76,11 @@ def _turns(history: Messages, merges: bool) -> list[Turn]:
     return [new(Turn, (roles[s], tuple(range(s, e)))) for s, e in zip(starts, ends, strict=True)]
 
 
+def turn_positions(ts: list[Turn]) -> list[int]:
+    """The turn of every message position."""
+    return [t for t, turn in enumerate(ts) for _ in turn.members]
+
+
 def turn_blocks(history: Messages, turn: Turn) -> list[tuple[int, int, Block]]:
     """``(i, j, block)`` of every block of the turn, in order."""
     return [(i, j, b) for i in turn.members for j, b in enumerate(blocks(history.messages[i]))]

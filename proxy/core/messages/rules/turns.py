@@ -19,6 +19,7 @@ from proxy.core.messages.rules.common import (
     Turn,
     output_blocks,
     turn_blocks,
+    turn_positions,
     turns,
     with_content,
 )
@@ -63,7 +64,7 @@ class _Scan:
             c: [] for c, turn in enumerate(ts) if turn.role == "assistant"
         }
         tool_blocks = index.of("tool_use") or index.of("tool_result")
-        turn_of = [t for t, turn in enumerate(ts) for _ in turn.members] if tool_blocks else []
+        turn_of = turn_positions(ts) if tool_blocks else []
         #: The turns holding a tool_result, in order.
         self.result_turns = sorted({turn_of[i] for i, _, _ in index.of("tool_result")})
         for i, j, b in index.of("tool_use"):
@@ -174,16 +175,26 @@ def rebuild(
     user message holding ``after[t]`` right after turn ``t``, and the ``removed`` blocks gone
     elsewhere (a message left without blocks goes too)."""
     ts = turns(history, merges)
-    entries: list[tuple[dict[str, object], int | None]] = []
-    for t, turn in enumerate(ts):
+    touched = set(contents) | set(after)
+    if removed:
+        turn_of = turn_positions(ts)
+        touched.update(turn_of[i] for i, _ in removed)
+    # Each touched turn's messages give way to its new entries; the rest is copied as slices.
+    skip: set[int] = set()
+    inserts: dict[int, list[tuple[dict[str, object], int | None]]] = {}
+    for t in touched:
+        turn = ts[t]
+        entries: list[tuple[dict[str, object], int | None]]
         if t in contents:
             first = history.messages[turn.first]
-            entries.append((with_content(first, contents[t]), turn.first))
+            entries = [(with_content(first, contents[t]), turn.first)]
         else:
-            entries.extend(_kept(history, turn, removed))
+            entries = _kept(history, turn, removed)
         if t in after:
             entries.append(({"role": "user", "content": after[t]}, None))
-    return history.rebuild(entries)
+        skip.update(turn.members)
+        inserts[turn.last] = entries
+    return history.edited(inserts, skip)
 
 
 def _kept(
