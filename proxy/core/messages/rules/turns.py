@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from proxy.core.messages import index as fast
 from proxy.core.messages.index import index_of
 from proxy.core.messages.items import Block, Messages, blocks
 from proxy.core.messages.rules.common import (
@@ -47,10 +48,41 @@ def pairing(history: Messages, merges: bool) -> Pairing:
 
 
 def _pair(history: Messages, merges: bool) -> Pairing:
-    scan = _Scan(history, turns(history, merges))
+    ts = turns(history, merges)
+    if fast.FAST and not continues_thread(history):
+        found = _in_order(history, ts)
+        if found is not None:
+            return found
+    scan = _Scan(history, ts)
     for t in scan.result_turns:  # the other turns hold nothing to sort
         scan.read_results(t)
     return scan.finish()
+
+
+def _in_order(history: Messages, ts: list[Turn]) -> Pairing | None:
+    """The pairing of a history in the usual order, read from the index alone: the k-th
+    result answers the k-th call (ids unique), first in the user turn after the call's
+    assistant turn, the turn's results opening its first message. None when it is not so
+    (the scan then reads the turns)."""
+    index = index_of(history)
+    calls, results = index.of("tool_use"), index.of("tool_result")
+    if len(calls) != len(results):
+        return None
+    turn_of = turn_positions(ts) if calls else []
+    answered: dict[Place, int] = {}
+    ids: set[str] = set()
+    previous, k = -1, 0  # the message of the previous result, and this result's rank in it
+    for (ci, _, call), (ri, rj, result) in zip(calls, results, strict=True):
+        t, cid = turn_of[ri], call["id"]
+        k = k + 1 if ri == previous else 0
+        if result["tool_use_id"] != cid or cid in ids or turn_of[ci] != t - 1 or rj != k:
+            return None
+        if ts[t].role != "user" or ts[t - 1].role != "assistant" or ts[t].first != ri:
+            return None
+        ids.add(cid)
+        answered[(ri, rj)] = t - 1
+        previous = ri
+    return Pairing(answered=answered)
 
 
 class _Scan:
