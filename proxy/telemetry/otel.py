@@ -1,0 +1,147 @@
+"""The OpenTelemetry SDK set up from the standard ``OTEL_*`` variables: a tracer whose spans go
+out through a batch processor, and the GenAI client metrics. Imported only when tracing is on
+(:func:`proxy.telemetry.tracing_from_env`).
+
+The exporter reads its own variables (``OTEL_EXPORTER_OTLP_ENDPOINT`` and
+``…_TRACES_ENDPOINT``, ``…_HEADERS``, ``…_TIMEOUT``, ``…_PROTOCOL``: ``http/protobuf`` by
+default, ``grpc`` when that exporter is installed); the sampler its own (``OTEL_TRACES_SAMPLER``
+and ``…_ARG``); the resource ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME``
+(``toolcall-guard`` by default). Nothing global is set: the proxy's provider is its own, so an
+application embedding it keeps its own.
+
+A request never waits on the exporter: spans are queued by the batch processor (a full queue
+drops spans, it does not block) and exported by its thread; a failing or hanging collector
+costs that thread its export timeout, never a request.
+
+Metrics (``gen_ai.client.operation.duration`` in seconds and ``gen_ai.client.token.usage`` in
+tokens, with the conventions' bucket boundaries) go out over OTLP when
+``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``…_METRICS_ENDPOINT`` is set, beside ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.metrics import Histogram, Meter, NoOpMeter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import Tracer
+
+from proxy.api.state import RequestState
+from proxy.settings import Settings
+from proxy.telemetry.names import METRICS_ENDPOINTS, content_captured, provider_name, wanted
+from proxy.telemetry.spans import RequestTrace
+
+LOGGER = logging.getLogger("toolcall_guard")
+SCOPE = "toolcall_guard"
+
+#: The conventions' bucket boundaries (gen-ai-metrics.md).
+DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
+                    40.96, 81.92)  # fmt: skip
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
+                 16777216, 67108864)  # fmt: skip
+
+
+class Tracing:
+    """The tracer, the metric instruments and what every request's spans share."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        span_exporter: SpanExporter,
+        metric_reader: MetricReader | None = None,
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
+        name = environ.get("OTEL_SERVICE_NAME") or "toolcall-guard"
+        resource = Resource.create({"service.name": name})
+        self.provider = TracerProvider(resource=resource)
+        self.provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        self.tracer: Tracer = self.provider.get_tracer(SCOPE)
+        self.meters: MeterProvider | None = None
+        meter: Meter = NoOpMeter(SCOPE)
+        if metric_reader is not None:
+            self.meters = MeterProvider(metric_readers=[metric_reader], resource=resource)
+            meter = self.meters.get_meter(SCOPE)
+        self.duration: Histogram = meter.create_histogram(
+            "gen_ai.client.operation.duration",
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.tokens: Histogram = meter.create_histogram(
+            "gen_ai.client.token.usage",
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        )
+        #: ``gen_ai.provider.name`` of each upstream, by its policy's dialect.
+        self.providers = {
+            n: provider_name(settings.policy_for(n).dialect) for n in settings.upstreams
+        }
+        self.content = content_captured(settings.repair_log.capture, environ)
+
+    def start(self, state: RequestState) -> RequestTrace:
+        """A request starts: its SERVER span."""
+        return RequestTrace(self, state)
+
+    def shutdown(self) -> None:
+        """Flush what is queued (bounded by the exporters' timeouts) and stop."""
+        for provider in (self.provider, self.meters):
+            if provider is not None:
+                try:
+                    provider.shutdown()
+                except Exception:  # an exporter failing at exit must not stop the proxy's exit
+                    LOGGER.warning("OpenTelemetry shutdown failed", exc_info=True)
+
+
+def from_env(settings: Settings, environ: Mapping[str, str] = os.environ) -> Tracing:
+    """The tracing the ``OTEL_*`` variables ask for (tracing is known to be on)."""
+    reader = None
+    if wanted(METRICS_ENDPOINTS, environ):
+        reader = PeriodicExportingMetricReader(_exporter("metric", environ))
+    tracing = Tracing(settings, _exporter("span", environ), reader, environ)
+    LOGGER.info("OpenTelemetry tracing on (content %s)", "on" if tracing.content else "off")
+    return tracing
+
+
+def _exporter(signal: str, environ: Mapping[str, str]) -> Any:
+    """The OTLP exporter of ``signal`` for the configured protocol (``http/protobuf`` unless
+    ``grpc`` is asked for and its exporter installed)."""
+    own = (
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+        if signal == "span"
+        else "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
+    )
+    protocol = environ.get(own) or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+    if protocol.strip() == "grpc":
+        try:
+            if signal == "span":
+                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+                    OTLPSpanExporter as GrpcSpans,
+                )
+
+                return GrpcSpans()
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter as GrpcMetrics,
+            )
+
+            return GrpcMetrics()
+        except ImportError:
+            LOGGER.warning("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exporter not installed; using http")
+    if signal == "span":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter,
+        )
+
+        return OTLPSpanExporter()
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+        OTLPMetricExporter,
+    )
+
+    return OTLPMetricExporter()
