@@ -54,8 +54,11 @@ class RequestTrace:
 
     def __init__(self, tracing: Tracing, state: RequestState) -> None:
         self.tracing = tracing
-        sent = {k.decode("latin-1"): v.decode("latin-1") for k, v in state.scope["headers"]
-                if k in _CONTEXT_HEADERS}  # fmt: skip
+        sent = {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in state.scope["headers"]
+            if k in _CONTEXT_HEADERS
+        }
         method = state.scope["method"]
         self.server: Span = tracing.tracer.start_span(
             f"{method} {state.log.path}",
@@ -76,8 +79,10 @@ class RequestTrace:
         self._end_client(state, final=False)
         index = len(state.attempts) - 1 if state.attempts else None
         where = urlsplit(url)
-        attrs: dict[str, Any] = {"server.address": where.hostname or "", "server.port": where.port
-                                 or (443 if where.scheme == "https" else 80)}  # fmt: skip
+        attrs: dict[str, Any] = {
+            "server.address": where.hostname or "",
+            "server.port": where.port or (443 if where.scheme == "https" else 80),
+        }
         name = state.scope["method"]
         wire = WIRES.get(state.api) if state.api is not None else None
         if wire is not None:
@@ -140,11 +145,14 @@ class RequestTrace:
             span.set_attribute("toolcall_guard.upstream", log.upstream)
         findings = [f.as_dict() for f in state.outcome.findings] if state.outcome else []
         for found in findings + state.extra_findings:
-            span.add_event("toolcall_guard.repair", {
-                "toolcall_guard.rule": found.get("rule", ""),
-                "toolcall_guard.path": found.get("path", ""),
-                "toolcall_guard.action": found.get("action", ""),
-            })  # fmt: skip
+            span.add_event(
+                "toolcall_guard.repair",
+                {
+                    "toolcall_guard.rule": found.get("rule", ""),
+                    "toolcall_guard.path": found.get("path", ""),
+                    "toolcall_guard.action": found.get("action", ""),
+                },
+            )
         error = log.error or (str(log.status) if log.status and log.status >= 400 else None)
         if error is not None:
             span.set_attribute("error.type", error)

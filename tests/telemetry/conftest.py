@@ -15,17 +15,17 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from proxy.app import create_app  # noqa: E402
-from proxy.emulator import create_emulator_app  # noqa: E402
-from proxy.settings import load_settings  # noqa: E402
-from proxy.telemetry.otel import Tracing  # noqa: E402
-from tests.servers import running  # noqa: E402
+from proxy.app import create_app
+from proxy.emulator import create_emulator_app
+from proxy.settings import load_settings
+from proxy.telemetry.otel import Tracing
+from tests.servers import running
 
 USAGE = {
     "chat": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
@@ -38,16 +38,38 @@ def _json(path: str) -> dict[str, Any]:
     if path.endswith("/chat/completions"):
         message = {"role": "assistant", "content": "Done."}
         choice = {"index": 0, "message": message, "finish_reason": "stop"}
-        return {"id": "chatcmpl-7", "object": "chat.completion", "model": "gpt-4o-2024-08-06",
-                "choices": [choice], "usage": USAGE["chat"]}  # fmt: skip
+        return {
+            "id": "chatcmpl-7",
+            "object": "chat.completion",
+            "model": "gpt-4o-2024-08-06",
+            "choices": [choice],
+            "usage": USAGE["chat"],
+        }
     if path.endswith("/responses"):
-        output = [{"type": "message", "role": "assistant", "content": [{"type": "output_text",
-                   "text": "Done."}]}]  # fmt: skip
-        return {"id": "resp_7", "object": "response", "status": "completed",
-                "model": "gpt-4o-2024-08-06", "output": output, "usage": USAGE["responses"]}  # fmt: skip
-    return {"id": "msg_7", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
-            "usage": USAGE["messages"]}  # fmt: skip
+        output = [
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Done."}],
+            }
+        ]
+        return {
+            "id": "resp_7",
+            "object": "response",
+            "status": "completed",
+            "model": "gpt-4o-2024-08-06",
+            "output": output,
+            "usage": USAGE["responses"],
+        }
+    return {
+        "id": "msg_7",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Done."}],
+        "stop_reason": "end_turn",
+        "usage": USAGE["messages"],
+    }
 
 
 def _events(path: str) -> list[bytes]:
@@ -58,21 +80,43 @@ def _events(path: str) -> list[bytes]:
     if path.endswith("/chat/completions"):
         base = {"id": "chatcmpl-7", "object": "chat.completion.chunk", "model": "gpt-4o-2024-08-06"}
         return [
-            data({**base, "choices": [{"index": 0, "delta": {"content": "Do"}, "finish_reason": None}]}),
-            data({**base, "choices": [{"index": 0, "delta": {"content": "ne."}, "finish_reason": "stop"}]}),
+            data(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"content": "Do"}, "finish_reason": None}],
+                }
+            ),
+            data(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"content": "ne."}, "finish_reason": "stop"}],
+                }
+            ),
             data({**base, "choices": [], "usage": USAGE["chat"]}),
             b"data: [DONE]\n\n",
-        ]  # fmt: skip
+        ]
     if path.endswith("/responses"):
         whole = {**_json(path), "output": []}
         return [
-            data({"type": "response.created", "response": {**whole, "status": "in_progress",
-                  "usage": None}}, "response.created"),  # fmt: skip
-            data({"type": "response.output_text.delta", "delta": "Done."}, "response.output_text.delta"),
+            data(
+                {
+                    "type": "response.created",
+                    "response": {**whole, "status": "in_progress", "usage": None},
+                },
+                "response.created",
+            ),
+            data(
+                {"type": "response.output_text.delta", "delta": "Done."},
+                "response.output_text.delta",
+            ),
             data({"type": "response.completed", "response": whole}, "response.completed"),
-        ]  # fmt: skip
-    start = {**_json(path), "content": [], "stop_reason": None,
-             "usage": {"input_tokens": 11, "output_tokens": 1}}  # fmt: skip
+        ]
+    start = {
+        **_json(path),
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 11, "output_tokens": 1},
+    }
     return [
         data({"type": "message_start", "message": start}, "message_start"),
         data(
@@ -82,7 +126,7 @@ def _events(path: str) -> list[bytes]:
                 "delta": {"type": "text_delta", "text": "Done."},
             },
             "content_block_delta",
-        ),  # fmt: skip
+        ),
         data(
             {
                 "type": "message_delta",
@@ -90,7 +134,7 @@ def _events(path: str) -> list[bytes]:
                 "usage": {"output_tokens": 3},
             },
             "message_delta",
-        ),  # fmt: skip
+        ),
         data({"type": "message_stop"}, "message_stop"),
     ]
 
@@ -164,11 +208,18 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Traced]]:
             url = stack.enter_context(running(scripted))
             deepseek = stack.enter_context(running(create_emulator_app("deepseek")))
             upstreams = {
-                "scripted": {"base_url": url + "/v1", "anthropic_base_url": url + "/v1",
-                             "models": ["gpt-*", "claude-*"], "policy": "openai"},
-                "deepseek": {"base_url": deepseek + "/v1", "models": ["deepseek-*"],
-                             "policy": "openai"},
-            }  # fmt: skip
+                "scripted": {
+                    "base_url": url + "/v1",
+                    "anthropic_base_url": url + "/v1",
+                    "models": ["gpt-*", "claude-*"],
+                    "policy": "openai",
+                },
+                "deepseek": {
+                    "base_url": deepseek + "/v1",
+                    "models": ["deepseek-*"],
+                    "policy": "openai",
+                },
+            }
             repair_log = {"url": "memory://", "flush_interval": 0.05} | overrides.pop(
                 "repair_log", {}
             )

@@ -16,8 +16,11 @@ from tests.telemetry.conftest import Traced
 
 Start = Callable[..., Traced]
 USER = {"role": "user", "content": "Read a.txt"}
-ORPHAN = [USER, {"role": "assistant", "content": ""},
-          {"role": "tool", "tool_call_id": "call_1", "content": "hello"}]  # fmt: skip
+ORPHAN = [
+    USER,
+    {"role": "assistant", "content": ""},
+    {"role": "tool", "tool_call_id": "call_1", "content": "hello"},
+]
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 TRACEPARENT = f"00-{CLIENT_TRACE}-b7ad6b7169203331-01"
 
@@ -43,7 +46,7 @@ CASES = [
             "model": "gpt-4o",
             "input": [{"type": "message", "role": "user", "content": "Read a.txt"}],
         },
-    ),  # fmt: skip
+    ),
     ("/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [USER]}),
 ]
 
@@ -64,7 +67,8 @@ def test_a_clean_request_has_a_server_and_a_client_span(
     spans = proxy.trace(2)
     server = one_server(spans)
     (client,) = kinds(spans, SpanKind.CLIENT)
-    assert client.parent is not None and client.parent.span_id == server.context.span_id
+    assert client.parent is not None
+    assert client.parent.span_id == server.context.span_id
     found = attrs(client)
     model = body["model"]
     assert client.name == f"chat {model}"
@@ -155,7 +159,8 @@ def test_the_upstream_continues_the_clients_trace_under_the_client_span(traced: 
     (client,) = kinds(spans, SpanKind.CLIENT)
     server = one_server(spans)
     assert f"{server.context.trace_id:032x}" == CLIENT_TRACE
-    assert server.parent is not None and f"{server.parent.span_id:016x}" == "b7ad6b7169203331"
+    assert server.parent is not None
+    assert f"{server.parent.span_id:016x}" == "b7ad6b7169203331"
     (_, headers, _) = proxy.upstream.received[0]
     version, trace_id, parent, flags = headers["traceparent"].split("-")
     assert (version, trace_id, flags) == ("00", CLIENT_TRACE, "01")
@@ -165,8 +170,12 @@ def test_the_upstream_continues_the_clients_trace_under_the_client_span(traced: 
 
 def test_the_clients_own_conversation_id_is_kept(traced: Start) -> None:
     proxy = traced()
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [USER],
-            "metadata": {"user_id": "user_ab12_account_cd34_session_5e6f"}}  # fmt: skip
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "messages": [USER],
+        "metadata": {"user_id": "user_ab12_account_cd34_session_5e6f"},
+    }
 
     assert proxy.post("/v1/messages", body).status_code == 200
 
@@ -215,12 +224,15 @@ def test_metrics_in_the_conventions(traced: Start) -> None:
 
     data = proxy.metrics.get_metrics_data()
     assert data is not None
-    metrics = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics
-               for m in sm.metrics}  # fmt: skip
+    metrics = {
+        m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+    }
     duration = metrics["gen_ai.client.operation.duration"]
     assert duration.unit == "s"
     (point,) = duration.data.data_points
     assert dict(point.attributes or {})["gen_ai.request.model"] == "gpt-4o"
-    tokens = {dict(p.attributes or {})["gen_ai.token.type"]: p.sum
-              for p in metrics["gen_ai.client.token.usage"].data.data_points}  # fmt: skip
+    tokens = {
+        dict(p.attributes or {})["gen_ai.token.type"]: p.sum
+        for p in metrics["gen_ai.client.token.usage"].data.data_points
+    }
     assert tokens == {"input": 11, "output": 3}
