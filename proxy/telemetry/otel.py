@@ -24,6 +24,7 @@ import logging
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from opentelemetry.metrics import Histogram, Meter, NoOpMeter
 from opentelemetry.sdk.metrics import MeterProvider
@@ -31,11 +32,11 @@ from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetr
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-from opentelemetry.trace import Tracer
 
 from proxy.api.state import RequestState
 from proxy.settings import Settings
 from proxy.telemetry.names import METRICS_ENDPOINTS, content_captured, provider_name, wanted
+from proxy.telemetry.record import Pending
 from proxy.telemetry.spans import RequestTrace
 
 LOGGER = logging.getLogger("toolcall_guard")
@@ -88,9 +89,11 @@ class Tracing:
     ) -> None:
         name = environ.get("OTEL_SERVICE_NAME") or "toolcall-guard"
         resource = Resource.create({"service.name": name})
-        self.provider = TracerProvider(resource=resource)
-        self.provider.add_span_processor(BatchSpanProcessor(span_exporter))
-        self.tracer: Tracer = self.provider.get_tracer(SCOPE)
+        # The provider reads the sampler from the environment; spans go to the processor
+        # whole when they end (proxy.telemetry.record), not through its tracers.
+        provider = TracerProvider(resource=resource)
+        self.sampler, self.resource = provider.sampler, provider.resource
+        self.processor = BatchSpanProcessor(span_exporter)
         self.meters: MeterProvider | None = None
         meter: Meter = NoOpMeter(SCOPE)
         if metric_reader is not None:
@@ -113,6 +116,30 @@ class Tracing:
             n: provider_name(settings.policy_for(n).dialect) for n in settings.upstreams
         }
         self.content = content_captured(settings.repair_log.capture, environ)
+        self.servers: dict[str, dict[str, Any]] = {}  # by URL origin (see server_of)
+
+    def server_of(self, upstream: str, url: str) -> dict[str, Any]:
+        """``server.address`` and ``server.port`` of an upstream (its base URL's: computed once
+        per upstream and base)."""
+        end = url.find("/", url.find("//") + 2)
+        origin = url if end < 0 else url[:end]
+        found = self.servers.get(origin)
+        if found is None:
+            where = urlsplit(origin)
+            port = where.port or (443 if where.scheme == "https" else 80)
+            found = self.servers[origin] = {
+                "server.address": where.hostname or "",
+                "server.port": port,
+            }
+        return found
+
+    def emit(self, span: Pending) -> None:
+        """A span ended: to the batch processor (which drops it if its queue is full)."""
+        if span.context.trace_flags.sampled:
+            self.processor.on_end(span.finished(self.resource))
+
+    def force_flush(self) -> None:
+        self.processor.force_flush()
 
     def start(self, state: RequestState) -> RequestTrace:
         """A request starts: its SERVER span."""
@@ -120,12 +147,12 @@ class Tracing:
 
     def shutdown(self) -> None:
         """Flush what is queued (bounded by the exporters' timeouts) and stop."""
-        for provider in (self.provider, self.meters):
-            if provider is not None:
-                try:
-                    provider.shutdown()
-                except Exception:  # an exporter failing at exit must not stop the proxy's exit
-                    LOGGER.warning("OpenTelemetry shutdown failed", exc_info=True)
+        try:
+            self.processor.shutdown()  # type: ignore[no-untyped-call]
+            if self.meters is not None:
+                self.meters.shutdown()
+        except Exception:  # an exporter failing at exit must not stop the proxy's exit
+            LOGGER.warning("OpenTelemetry shutdown failed", exc_info=True)
 
 
 def from_env(settings: Settings, environ: Mapping[str, str] = os.environ) -> Tracing:

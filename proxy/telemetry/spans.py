@@ -25,10 +25,9 @@ import logging
 from collections.abc import AsyncIterator
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import orjson
-from opentelemetry.trace import Span, SpanKind, StatusCode, set_span_in_context
+from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from proxy.core.wire import WIRES
@@ -36,6 +35,7 @@ from proxy.relay.base import RawHeaders, UpstreamResponse
 from proxy.repairlog.conversation import conversation_key
 from proxy.telemetry.answer import AnswerReader
 from proxy.telemetry.names import client_conversation
+from proxy.telemetry.record import Pending, root
 
 if TYPE_CHECKING:
     from proxy.api.attempt import Attempt
@@ -60,15 +60,15 @@ class RequestTrace:
             if k in _CONTEXT_HEADERS
         }
         method = state.scope["method"]
-        self.server: Span = tracing.tracer.start_span(
+        self.server = root(
+            tracing.sampler,
+            PROPAGATOR.extract(sent) if sent else None,
             f"{method} {state.log.path}",
-            context=PROPAGATOR.extract(sent) if sent else None,
-            kind=SpanKind.SERVER,
-            attributes={"http.request.method": method, "url.path": state.log.path},
+            {"http.request.method": method, "url.path": state.log.path},
         )
         #: The open attempt's span, its index in ``state.attempts`` (None: relayed unchecked),
         #: and when it started.
-        self.current: tuple[Span, int | None, float] | None = None
+        self.current: tuple[Pending, int | None, float] | None = None
         self.attrs: dict[str, Any] = {}  # the GenAI attributes every attempt's metrics carry
         self.reader: AnswerReader | None = None
 
@@ -78,11 +78,7 @@ class RequestTrace:
         """An attempt goes out: its CLIENT span starts; the headers to send it with."""
         self._end_client(state, final=False)
         index = len(state.attempts) - 1 if state.attempts else None
-        where = urlsplit(url)
-        attrs: dict[str, Any] = {
-            "server.address": where.hostname or "",
-            "server.port": where.port or (443 if where.scheme == "https" else 80),
-        }
+        attrs = dict(self.tracing.server_of(upstream, url))
         name = state.scope["method"]
         wire = WIRES.get(state.api) if state.api is not None else None
         if wire is not None:
@@ -96,24 +92,24 @@ class RequestTrace:
             conversation = client_conversation(state.data)
             if conversation is not None:
                 attrs["gen_ai.conversation.id"] = conversation
-            key = conversation_key(state.log.path, state.data, (upstream, state.client))
+            scope = (upstream, state.client)
+            key = conversation_key(state.log.path, state.data, scope, wire)
             if key is not None:
                 attrs["toolcall_guard.conversation"] = key
         self.attrs = attrs
-        span = self.tracing.tracer.start_span(
-            name, context=set_span_in_context(self.server), kind=SpanKind.CLIENT, attributes=attrs
-        )
+        span = self.server.child(name, SpanKind.CLIENT, dict(attrs))
         if wire is not None and index is not None and self.tracing.content:
             body = state.attempts[index].forwarded
-            span.set_attribute("gen_ai.input.messages", _text(state, wire.items(body)))
+            span.attributes["gen_ai.input.messages"] = _text(state, wire.items(body))
             system = [body[k] for k in wire.system_keys if type(body) is dict and k in body]
             if system:
-                span.set_attribute("gen_ai.system_instructions", _text(state, system))
+                span.attributes["gen_ai.system_instructions"] = _text(state, system)
         self.current = (span, index, perf_counter())
-        carrier: dict[str, str] = {}
-        PROPAGATOR.inject(carrier, context=set_span_in_context(span))
         sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
-        return sent + [(k.encode(), v.encode("latin-1")) for k, v in carrier.items()]
+        sent.append((b"traceparent", span.traceparent().encode()))
+        if span.context.trace_state:
+            sent.append((b"tracestate", span.context.trace_state.to_header().encode("latin-1")))
+        return sent
 
     def reading(self, response: UpstreamResponse) -> UpstreamResponse:
         """The answer the client gets, read for its attributes as it is relayed."""
@@ -133,31 +129,28 @@ class RequestTrace:
 
     def _end_server(self, state: RequestState) -> None:
         span, log = self.server, state.log
-        if log.status is not None:
-            span.set_attribute("http.response.status_code", log.status)
-        if state.api is not None:
-            span.set_attribute("toolcall_guard.outcome", state.status())
-        if state.record_id is not None:
-            span.set_attribute("toolcall_guard.record_id", state.record_id)
-        if state.ending is not None:
-            span.set_attribute("toolcall_guard.ending", state.ending)
-        if log.upstream is not None:
-            span.set_attribute("toolcall_guard.upstream", log.upstream)
+        found: dict[str, Any] = {
+            "http.response.status_code": log.status,
+            "toolcall_guard.outcome": state.status() if state.api is not None else None,
+            "toolcall_guard.record_id": state.record_id,
+            "toolcall_guard.ending": state.ending,
+            "toolcall_guard.upstream": log.upstream,
+        }
         findings = [f.as_dict() for f in state.outcome.findings] if state.outcome else []
-        for found in findings + state.extra_findings:
-            span.add_event(
+        for finding in findings + state.extra_findings:
+            span.event(
                 "toolcall_guard.repair",
                 {
-                    "toolcall_guard.rule": found.get("rule", ""),
-                    "toolcall_guard.path": found.get("path", ""),
-                    "toolcall_guard.action": found.get("action", ""),
+                    "toolcall_guard.rule": finding.get("rule", ""),
+                    "toolcall_guard.path": finding.get("path", ""),
+                    "toolcall_guard.action": finding.get("action", ""),
                 },
             )
         error = log.error or (str(log.status) if log.status and log.status >= 400 else None)
         if error is not None:
-            span.set_attribute("error.type", error)
-            span.set_status(StatusCode.ERROR, error)
-        span.end()
+            found["error.type"] = span.error = error
+        span.attributes.update((k, v) for k, v in found.items() if v is not None)
+        self.tracing.emit(span)
 
     def _end_client(self, state: RequestState, *, final: bool) -> None:
         if self.current is None:
@@ -166,22 +159,17 @@ class RequestTrace:
         self.current = None
         attempt = state.attempts[index] if index is not None else None
         status = attempt.status if attempt is not None else state.log.status if final else None
-        if status is not None:
-            span.set_attribute("http.response.status_code", status)
-        metric = dict(self.attrs)
+        found: dict[str, Any] = {"http.response.status_code": status}
         reader = self.reader if final else None
         if reader is not None:
             reader.close()
-            metric |= self._answer(span, state, reader)
-        error = _attempt_error(state, attempt, status)
-        if error is not None:
-            span.set_attribute("error.type", error)
-            span.set_status(StatusCode.ERROR, error)
-            metric["error.type"] = error
-        span.end()
-        if "gen_ai.operation.name" not in metric:
+            found |= self._answer(state, reader)
+        span.error = found["error.type"] = _attempt_error(state, attempt, status)
+        span.attributes.update((k, v) for k, v in found.items() if v is not None)
+        self.tracing.emit(span)
+        if self.tracing.meters is None or "gen_ai.operation.name" not in self.attrs:
             return
-        kept = _metric(metric)
+        kept = _metric(self.attrs | found)
         self.tracing.duration.record(perf_counter() - started, kept)
         if reader is None:
             return
@@ -189,22 +177,19 @@ class RequestTrace:
             if count is not None:
                 self.tracing.tokens.record(count, kept | {"gen_ai.token.type": kind})
 
-    def _answer(self, span: Span, state: RequestState, reader: AnswerReader) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        if reader.response_model is not None:
-            found["gen_ai.response.model"] = reader.response_model
-        if reader.response_id is not None:
-            span.set_attribute("gen_ai.response.id", reader.response_id)
-        if reader.finish_reasons:
-            span.set_attribute("gen_ai.response.finish_reasons", reader.finish_reasons)
-        if reader.input_tokens is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", reader.input_tokens)
-        if reader.output_tokens is not None:
-            span.set_attribute("gen_ai.usage.output_tokens", reader.output_tokens)
+    def _answer(self, state: RequestState, reader: AnswerReader) -> dict[str, Any]:
+        """What the answer said of itself (None: it did not say)."""
+        output = None
         if reader.output is not None and self.tracing.content:
-            span.set_attribute("gen_ai.output.messages", _text(state, reader.output))
-        span.set_attributes(found)
-        return found
+            output = _text(state, reader.output)
+        return {
+            "gen_ai.response.model": reader.response_model,
+            "gen_ai.response.id": reader.response_id,
+            "gen_ai.response.finish_reasons": tuple(reader.finish_reasons) or None,
+            "gen_ai.usage.input_tokens": reader.input_tokens,
+            "gen_ai.usage.output_tokens": reader.output_tokens,
+            "gen_ai.output.messages": output,
+        }
 
 
 #: Attributes the metrics keep (the conventions' low-cardinality ones).
@@ -233,7 +218,7 @@ def _attempt_error(state: RequestState, attempt: Attempt | None, status: int | N
 
 
 def _metric(attrs: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in attrs.items() if k in _METRIC_KEYS}
+    return {k: v for k, v in attrs.items() if k in _METRIC_KEYS and v is not None}
 
 
 def _text(state: RequestState, value: Any) -> str:

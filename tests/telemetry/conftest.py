@@ -190,7 +190,7 @@ class Traced:
         answer's last byte went out: waited for, bounded)."""
         deadline = time.monotonic() + timeout
         while True:
-            self.tracing.provider.force_flush()
+            self.tracing.force_flush()
             spans = list(self.spans.get_finished_spans())
             if len(spans) >= count or time.monotonic() > deadline:
                 return spans
