@@ -57,6 +57,7 @@ def _free_port() -> int:
 @pytest.fixture
 def phoenix(tmp_path: Path) -> Iterator[str]:
     """A Phoenix server of this test's own (its database in ``tmp_path``); its URL."""
+    command = [_phoenix(), "serve"]  # skips (or fails under CI) before anything starts
     port = _free_port()
     env = os.environ | {
         "PHOENIX_HOST": "127.0.0.1",
@@ -65,7 +66,6 @@ def phoenix(tmp_path: Path) -> Iterator[str]:
         "PHOENIX_WORKING_DIR": str(tmp_path),
     }
     log = (tmp_path / "phoenix.log").open("wb")
-    command = [_phoenix(), "serve"]
     server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
