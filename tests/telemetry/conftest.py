@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 
 from proxy.app import create_app
 from proxy.emulator import create_emulator_app
+from proxy.emulator.asgi import ReceivedRequest, accept
 from proxy.settings import load_settings
 from proxy.telemetry.otel import Tracing
 from tests.servers import running
@@ -143,19 +144,13 @@ def _events(path: str) -> list[bytes]:
 class Scripted:
     """Answers chat, Responses and Messages (JSON, or SSE when the body streams)."""
 
-    received: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
+    received: list[ReceivedRequest] = field(default_factory=list)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        request = await accept(scope, receive, send, self.received)
+        if request is None:
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
-        self.received.append((scope["path"], headers, body))
+        body = request.body
         stream = orjson.loads(body).get("stream") is True if body else False
         if not stream:
             payload = orjson.dumps(_json(scope["path"]))

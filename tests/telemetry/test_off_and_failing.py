@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 
@@ -16,6 +15,7 @@ import pytest
 
 from proxy.app import create_app
 from proxy.settings import load_settings
+from tests.e2e.conftest import silent_server
 from tests.servers import running
 from tests.telemetry.conftest import Scripted
 
@@ -44,28 +44,8 @@ def test_off_by_default_nothing_of_the_sdk_is_imported() -> None:
 @pytest.fixture
 def black_hole() -> Iterator[str]:
     """A collector that accepts connections and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    stop.set()
-    thread.join(5)
-    for conn in held:
-        conn.close()
-    server.close()
+    with silent_server() as url:
+        yield url.removesuffix("/v1")
 
 
 def _closed_port() -> str:

@@ -161,7 +161,7 @@ def test_the_upstream_continues_the_clients_trace_under_the_client_span(traced: 
     assert f"{server.context.trace_id:032x}" == CLIENT_TRACE
     assert server.parent is not None
     assert f"{server.parent.span_id:016x}" == "b7ad6b7169203331"
-    (_, headers, _) = proxy.upstream.received[0]
+    headers = proxy.upstream.received[0].headers
     version, trace_id, parent, flags = headers["traceparent"].split("-")
     assert (version, trace_id, flags) == ("00", CLIENT_TRACE, "01")
     assert parent == f"{client.context.span_id:016x}"
