@@ -50,7 +50,7 @@ _CONTEXT_HEADERS = (b"traceparent", b"tracestate")
 class RequestTrace:
     """The spans of one request (``state.trace`` while tracing is on)."""
 
-    __slots__ = ("attrs", "current", "reader", "server", "tracing")
+    __slots__ = ("attrs", "current", "reader", "recorded", "server", "tracing")
 
     def __init__(self, tracing: Tracing, state: RequestState) -> None:
         self.tracing = tracing
@@ -71,12 +71,17 @@ class RequestTrace:
         self.current: tuple[Pending, int | None, float] | None = None
         self.attrs: dict[str, Any] = {}  # the GenAI attributes every attempt's metrics carry
         self.reader: AnswerReader | None = None
+        #: Whether anything is recorded: a request the sampler leaves out costs no attribute,
+        #: unless the metrics (which count every request) need them.
+        self.recorded = tracing.meters is not None or self.server.context.trace_flags.sampled
 
     def attempt(
         self, state: RequestState, upstream: str, url: str, headers: RawHeaders
     ) -> RawHeaders:
         """An attempt goes out: its CLIENT span starts; the headers to send it with."""
         self._end_client(state, final=False)
+        if not self.recorded:  # sampled out: the upstream still continues the trace
+            return _continued(headers, self.server.child("", SpanKind.CLIENT, {}))
         index = len(state.attempts) - 1 if state.attempts else None
         attrs = dict(self.tracing.server_of(upstream, url))
         name = state.scope["method"]
@@ -105,14 +110,12 @@ class RequestTrace:
             if system:
                 span.attributes["gen_ai.system_instructions"] = _text(state, system)
         self.current = (span, index, perf_counter())
-        sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
-        sent.append((b"traceparent", span.traceparent().encode()))
-        if span.context.trace_state:
-            sent.append((b"tracestate", span.context.trace_state.to_header().encode("latin-1")))
-        return sent
+        return _continued(headers, span)
 
     def reading(self, response: UpstreamResponse) -> UpstreamResponse:
         """The answer the client gets, read for its attributes as it is relayed."""
+        if not self.recorded:
+            return response
         sse = any(
             k.lower() == b"content-type" and b"event-stream" in v for k, v in response.headers
         )
@@ -121,6 +124,8 @@ class RequestTrace:
 
     def end(self, state: RequestState) -> None:
         """The request is over: its spans end with what its state says. Never raises."""
+        if not self.recorded:
+            return
         try:
             self._end_client(state, final=True)
             self._end_server(state)
@@ -204,6 +209,16 @@ _METRIC_KEYS = frozenset(
         "error.type",
     }
 )
+
+
+def _continued(headers: RawHeaders, span: Pending) -> RawHeaders:
+    """``headers`` with the trace context naming ``span`` as the parent (the client's own
+    ``traceparent``/``tracestate`` replaced, not sent twice)."""
+    sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
+    sent.append((b"traceparent", span.traceparent().encode()))
+    if span.context.trace_state:
+        sent.append((b"tracestate", span.context.trace_state.to_header().encode("latin-1")))
+    return sent
 
 
 def _attempt_error(state: RequestState, attempt: Attempt | None, status: int | None) -> str | None:

@@ -198,7 +198,9 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Traced]]:
     Messages) and ``deepseek`` (its strict emulator), tracing into memory."""
     with ExitStack() as stack, httpx.Client(timeout=10.0) as http:
 
-        def start(*, environ: dict[str, str] | None = None, **overrides: Any) -> Traced:
+        def start(
+            *, environ: dict[str, str] | None = None, metered: bool = True, **overrides: Any
+        ) -> Traced:
             scripted = Scripted()
             url = stack.enter_context(running(scripted))
             deepseek = stack.enter_context(running(create_emulator_app("deepseek")))
@@ -223,7 +225,7 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Traced]]:
                 upstreams=upstreams, repair_log=repair_log, routing=routing, **overrides
             )
             spans, metrics = InMemorySpanExporter(), InMemoryMetricReader()
-            tracing = Tracing(settings, spans, metrics, environ or {})
+            tracing = Tracing(settings, spans, metrics if metered else None, environ or {})
             app = create_app(settings, tracing=tracing)
             proxy = stack.enter_context(running(app))
             return Traced(proxy, http, spans, metrics, tracing, scripted)

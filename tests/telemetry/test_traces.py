@@ -236,3 +236,20 @@ def test_metrics_in_the_conventions(traced: Start) -> None:
         for p in metrics["gen_ai.client.token.usage"].data.data_points
     }
     assert tokens == {"input": 11, "output": 3}
+
+
+@pytest.mark.parametrize("metered", [False, True])
+def test_a_request_sampled_out_records_nothing_but_continues_the_trace(
+    traced: Start, monkeypatch: pytest.MonkeyPatch, metered: bool
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    proxy = traced(metered=metered)
+    body = {"model": "gpt-4o", "messages": [USER]}
+
+    response = proxy.post("/v1/chat/completions", body, traceparent=TRACEPARENT)
+
+    assert response.status_code == 200
+    headers = proxy.upstream.received[0].headers
+    _, trace_id, _, flags = headers["traceparent"].split("-")
+    assert (trace_id, flags) == (CLIENT_TRACE, "00")
+    assert proxy.trace(1, timeout=0.3) == []
