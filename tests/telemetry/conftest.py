@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from proxy.app import create_app
-from proxy.emulator import create_emulator_app
+from proxy.emulator import create_emulator_app, create_gemini_native_app
 from proxy.emulator.asgi import ReceivedRequest, accept
 from proxy.settings import load_settings
 from proxy.telemetry.otel import Tracing
@@ -195,7 +195,8 @@ class Traced:
 @pytest.fixture
 def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Traced]]:
     """``traced(**settings)``: a proxy with the upstreams ``scripted`` (chat, Responses,
-    Messages) and ``deepseek`` (its strict emulator), tracing into memory."""
+    Messages), ``deepseek`` and ``gemini`` (their strict emulators: chat, Gemini's native API),
+    tracing into memory."""
     with ExitStack() as stack, httpx.Client(timeout=10.0) as http:
 
         def start(
@@ -204,6 +205,7 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Traced]]:
             scripted = Scripted()
             url = stack.enter_context(running(scripted))
             deepseek = stack.enter_context(running(create_emulator_app("deepseek")))
+            gemini = stack.enter_context(running(create_gemini_native_app("aistudio")))
             upstreams = {
                 "scripted": {
                     "base_url": url + "/v1",
@@ -216,6 +218,7 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Traced]]:
                     "models": ["deepseek-*"],
                     "policy": "openai",
                 },
+                "gemini": {"gemini_base_url": gemini, "models": ["gemini-*"], "policy": "gemini"},
             }
             repair_log = {"url": "memory://", "flush_interval": 0.05} | overrides.pop(
                 "repair_log", {}

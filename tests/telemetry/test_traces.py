@@ -253,3 +253,20 @@ def test_a_request_sampled_out_records_nothing_but_continues_the_trace(
     _, trace_id, _, flags = headers["traceparent"].split("-")
     assert (trace_id, flags) == (CLIENT_TRACE, "00")
     assert proxy.trace(1, timeout=0.3) == []
+
+
+def test_gemini_native_is_generate_content_with_its_usage_metadata(traced: Start) -> None:
+    proxy = traced()
+    body = {"contents": [{"role": "user", "parts": [{"text": "Read a.txt"}]}]}
+
+    response = proxy.post("/v1beta/models/gemini-2.5-flash:generateContent", body)
+
+    assert response.status_code == 200, response.text
+    (client,) = kinds(proxy.trace(2), SpanKind.CLIENT)
+    assert client.name == "generate_content gemini-2.5-flash"
+    found = attrs(client)
+    assert found["gen_ai.operation.name"] == "generate_content"
+    assert found["gen_ai.provider.name"] == "gcp.gemini"
+    usage = response.json()["usageMetadata"]
+    assert found["gen_ai.usage.input_tokens"] == usage["promptTokenCount"]
+    assert found["gen_ai.usage.output_tokens"] == usage["candidatesTokenCount"]
