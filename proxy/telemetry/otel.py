@@ -20,6 +20,7 @@ tokens, with the conventions' bucket boundaries) go out over OTLP when
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Mapping
@@ -166,37 +167,19 @@ def from_env(settings: Settings, environ: Mapping[str, str] = os.environ) -> Tra
 
 
 def _exporter(signal: str, environ: Mapping[str, str]) -> Any:
-    """The OTLP exporter of ``signal`` for the configured protocol (``http/protobuf`` unless
-    ``grpc`` is asked for and its exporter installed)."""
-    own = (
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-        if signal == "span"
-        else "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
-    )
-    protocol = environ.get(own) or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
-    if protocol.strip() == "grpc":
+    """The OTLP exporter of ``signal`` (``span`` or ``metric``) for the configured protocol:
+    ``http/protobuf`` unless ``grpc`` is asked for and its exporter installed."""
+    own = f"OTEL_EXPORTER_OTLP_{'TRACES' if signal == 'span' else 'METRICS'}_PROTOCOL"
+    protocol = (environ.get(own) or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")).strip()
+    kind = "trace" if signal == "span" else "metric"
+    name = "OTLPSpanExporter" if signal == "span" else "OTLPMetricExporter"
+    if protocol == "grpc":
         try:
-            if signal == "span":
-                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-                    OTLPSpanExporter as GrpcSpans,
-                )
-
-                return GrpcSpans()
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-                OTLPMetricExporter as GrpcMetrics,
+            grpc = importlib.import_module(
+                f"opentelemetry.exporter.otlp.proto.grpc.{kind}_exporter"
             )
-
-            return GrpcMetrics()
+            return getattr(grpc, name)()
         except ImportError:
             LOGGER.warning("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exporter not installed; using http")
-    if signal == "span":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-            OTLPSpanExporter,
-        )
-
-        return OTLPSpanExporter()
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-        OTLPMetricExporter,
-    )
-
-    return OTLPMetricExporter()
+    http = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{kind}_exporter")
+    return getattr(http, name)()
