@@ -23,7 +23,8 @@ WORKDIR /src
 RUN python3 -m venv /opt/venv
 
 # Dependencies get their own layer, installed from the lock file: every version pinned, so two
-# builds of one commit run the same code. Regenerate it with the command at its top.
+# builds of one commit run the same code. Regenerate it with the command at its top. It holds
+# the postgres and otel extras (OpenTelemetry stays off until OTEL_EXPORTER_OTLP_ENDPOINT is set).
 COPY requirements.lock ./
 RUN /opt/venv/bin/python -m pip install --no-deps --requirement requirements.lock
 

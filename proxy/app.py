@@ -9,11 +9,13 @@ the unexpected: it logs the traceback and answers in the OpenAI error shape, nev
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 from fastapi import FastAPI, Request, Response
@@ -33,6 +35,10 @@ from proxy.relay.httpx_engine import HttpxRelay
 from proxy.repairlog import RecordWriter, RepairLog, RepairLogUnavailable, open_repair_log
 from proxy.routing import split_target
 from proxy.settings import ServerSettings, Settings
+from proxy.telemetry import tracing_from_env
+
+if TYPE_CHECKING:
+    from proxy.telemetry.otel import Tracing
 
 LOGGER = logging.getLogger("toolcall_guard")
 
@@ -117,15 +123,20 @@ def create_app(
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     repair_log: RepairLog | None = None,
+    tracing: Tracing | None = None,
 ) -> FastAPI:
     """Build the proxy app. ``transport`` sends upstream traffic through httpx with it (tests);
-    ``repair_log`` replaces the log ``settings.repair_log.url`` names."""
-    proxy = ProxyEndpoint(settings)
+    ``repair_log`` replaces the log ``settings.repair_log.url`` names; ``tracing`` replaces the
+    OpenTelemetry set-up the ``OTEL_*`` variables ask for (None when they ask for none)."""
+    tracing = tracing or tracing_from_env(settings)
+    proxy = ProxyEndpoint(settings, tracing=tracing)
     quiet_incomplete_on_purpose()  # a cut JSON answer is logged once, by the proxy
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:  # closes whatever was opened, in reverse
+            if tracing is not None:  # flushed last: the spans of the last requests go out
+                stack.push_async_callback(asyncio.to_thread, tracing.shutdown)
             if repair_log is None:
                 _make_sqlite_dir(settings.repair_log.url)
             log = repair_log or open_repair_log(settings.repair_log.url)

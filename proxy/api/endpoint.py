@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 from starlette.types import Receive, Scope, Send
 
@@ -63,11 +64,19 @@ from proxy.repairlog import RecordWriter
 from proxy.routing import Router, Target
 from proxy.settings import Settings
 
+if TYPE_CHECKING:
+    from proxy.telemetry.otel import Tracing
+
 
 class ProxyEndpoint:
     """Serves ``/v1/…`` and ``/{upstream}/v1/…``; :meth:`bind` it to a relay before use."""
 
-    def __init__(self, settings: Settings, units: dict[str, WireApi] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        units: dict[str, WireApi] | None = None,
+        tracing: Tracing | None = None,
+    ) -> None:
         server = settings.server
         self.router = Router(settings)
         self.units = UNITS if units is None else units
@@ -92,6 +101,7 @@ class ProxyEndpoint:
         self.client_keys = client_digests(settings.client_keys())
         self.relay: Relay | None = None
         self.writer: RecordWriter | None = None
+        self.tracing = tracing  # OpenTelemetry (proxy.telemetry): None when off
 
     def bind(self, relay: Relay | None, writer: RecordWriter | None) -> None:
         self.relay = relay
@@ -99,6 +109,8 @@ class ProxyEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, target: Target) -> None:
         state = RequestState(scope, receive, send)
+        if self.tracing is not None:  # telemetry
+            state.trace = self.tracing.start(state)
         prefix, rest, native = target
         unit, route = self._unit(rest, native)
         wire = CHAT if unit is None else unit.wire
@@ -201,6 +213,8 @@ class ProxyEndpoint:
         sent = perf_counter()
         if not state.attempts:  # the proxy's own share: everything before the first send
             self.counters.overhead.observe(sent - state.log.t0)
+        if state.trace is not None:  # telemetry: a CLIENT span, its traceparent upstream
+            headers = state.trace.attempt(state, upstream, url, headers)
         response = await self.relay.send(upstream, state.scope["method"], url, headers, body)
         waited = perf_counter() - sent
         state.upstream_answered(response.status, waited)
@@ -218,6 +232,8 @@ class ProxyEndpoint:
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
         if status >= 400 and (key := self._injected(upstream, wire)) is not None:
             response = await scrubbed(response, key)  # it may quote the key the proxy gave it
+        if state.trace is not None:  # telemetry: the answer read as it is relayed
+            response = state.trace.reading(response)
         out = ClientHeaders(response.headers, self._own_headers(state), log)
         await start_response(state.scope, state.send, status, out.headers)
         sse = out.sse and attempt is not None
@@ -288,6 +304,8 @@ class ProxyEndpoint:
             self.writer.submit(fate.record(state, upstream))
         elif state.record_id is not None and self.writer is not None:
             self.writer.withdraw(state.record_id)
+        if state.trace is not None:  # telemetry: the spans end with the state's fate
+            state.trace.end(state)
 
 
 _CHECKED, _RELAYED = Route(checked=True), Route(checked=False)

@@ -14,7 +14,7 @@ in one vocabulary (:mod:`proxy.api.fate`). Nothing is copied field by field on t
 from __future__ import annotations
 
 from time import perf_counter
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.types import Receive, Scope, Send
 
@@ -27,6 +27,9 @@ from proxy.relay.asgi import RESPONSE_STARTED
 from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens
 from proxy.repairlog.classify import classify_refusal
 from proxy.repairlog.record import Ending, new_record_id
+
+if TYPE_CHECKING:
+    from proxy.telemetry.spans import RequestTrace
 
 #: What the proxy did to a request (:meth:`RequestState.status`).
 Status = Literal["clean", "repaired", "warned", "rejected"]
@@ -64,6 +67,7 @@ class RequestState:
         "scope",
         "send",
         "stream",
+        "trace",
         "upstream_header",
     )
 
@@ -92,6 +96,7 @@ class RequestState:
         self.record_id: str | None = None
         #: How the answer the client got ended (None until it has: see :meth:`ended`).
         self.ending: Ending | None = None
+        self.trace: RequestTrace | None = None  # its spans, while tracing is on (telemetry)
         sent_id = connection = None
         forward: RawHeaders = []
         for name, value in scope["headers"]:

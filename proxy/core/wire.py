@@ -102,6 +102,8 @@ class Wire:
     #: How an error after a stream's first byte begins (Anthropic and Responses name the
     #: event; Gemini sends a bare ``data: {"error": …}``).
     stream_error: bytes = b"event: error"
+    #: The GenAI semantic conventions' ``gen_ai.operation.name`` of a request (traces).
+    operation: str = "chat"
 
     def location(self, body: Any) -> tuple[str, ...]:
         """The keys leading to ``body``'s history list (``("messages",)``; nested for an API
@@ -221,6 +223,7 @@ GEMINI = Wire(
     locate=history_location,
     vocabulary=GEMINI_KEYS,
     stream_error=b'data: {"error"',
+    operation="generate_content",
 )
 
 #: Every wire API by name, in the order ``check`` falls back on when no row recognises a body.

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from proxy.core.wire import wire_of_record
+from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.record import Record
 
 #: A product token and an optional bare version after it: ``OpenAI/Python 1.52.0``.
@@ -33,7 +33,9 @@ def _hex(*parts: Any) -> str:
     return hashlib.blake2b(orjson.dumps(parts), digest_size=8).hexdigest()
 
 
-def conversation_key(path: str, body: Any, scope: tuple[Any, ...] = ()) -> str | None:
+def conversation_key(
+    path: str, body: Any, scope: tuple[Any, ...] = (), wire: Wire | None = None
+) -> str | None:
     """A stable key for the conversation ``body`` belongs to, or None when there is none.
 
     The client's own conversation id where the API has one (Responses' ``conversation``, the
@@ -42,7 +44,8 @@ def conversation_key(path: str, body: Any, scope: tuple[Any, ...] = ()) -> str |
     and including the first user turn. Later turns only add items, so the start stays the same.
     Within ``scope`` (the upstream, and the client key that sent it when client keys are
     configured): the body is the client's to write, so a client that copies another's start or
-    ids gets a conversation of its own, not turns counted on the other's.
+    ids gets a conversation of its own, not turns counted on the other's. ``wire``: the row
+    serving ``path``, when the caller knows it (else found from the path).
     """
     if not isinstance(body, dict):
         return None
@@ -55,7 +58,7 @@ def conversation_key(path: str, body: Any, scope: tuple[Any, ...] = ()) -> str |
     user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
     if isinstance(user_id, str) and "session" in user_id:
         return _hex("session", path, scope, user_id)
-    wire = wire_of_record(path, body)
+    wire = wire or wire_of_record(path, body)
     history = wire.items(body)
     if not history:
         return None

@@ -1,0 +1,184 @@
+"""What an upstream's answer says about itself, read as it passes: id, model, finish reasons,
+token usage (and, for a JSON answer, its output items when content is captured).
+
+Fed every chunk the relay forwards, only while tracing is on; nothing is held back or delayed.
+A streamed answer (SSE) is read event by event: only the events that can carry what is wanted
+are parsed (the first one, and those naming a usage or a finish), the rest are skipped with a
+byte search. A JSON answer is kept up to :data:`JSON_LIMIT` bytes and parsed once it ended; a
+larger one is not read (its attributes are then missing, never wrong). Pure: no I/O.
+
+Where each API puts what (one reader for all rows):
+
+- chat completions: ``id``, ``model``, ``choices[].finish_reason``, ``usage.prompt_tokens`` /
+  ``completion_tokens`` (a stream's last chunk with ``stream_options.include_usage``);
+- Responses: ``id``, ``model``, ``status``, ``usage.input_tokens`` / ``output_tokens`` (a
+  stream's ``response.completed`` event carries the whole ``response``);
+- Messages: ``id``, ``model``, ``stop_reason``, ``usage`` (a stream's ``message_start`` holds
+  ``message``; ``message_delta`` holds ``delta.stop_reason`` and the output tokens);
+- Gemini: ``responseId``, ``modelVersion``, ``candidates[].finishReason``, ``usageMetadata``
+  (Code Assist wraps it all in ``response``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import orjson
+
+#: The largest JSON answer read for its attributes (bytes).
+JSON_LIMIT = 1 << 20
+#: The longest SSE line kept while waiting for its end (a longer one is skipped).
+LINE_LIMIT = 1 << 20
+#: Bytes that make an SSE event worth parsing.
+_WANTED = (
+    b"usage",
+    b'finish_reason":"',
+    b'finish_reason": "',
+    b'stop_reason":"',
+    b'stop_reason": "',
+    b"finishReason",
+    b"completed",
+)
+
+_INPUT = ("input_tokens", "prompt_tokens", "promptTokenCount")
+_OUTPUT = ("output_tokens", "completion_tokens", "candidatesTokenCount")
+
+
+class AnswerReader:
+    """Reads an answer chunk by chunk; :meth:`close` it, then read its fields."""
+
+    __slots__ = (
+        "finish_reasons",
+        "input_tokens",
+        "json",
+        "output",
+        "output_tokens",
+        "parsed",
+        "response_id",
+        "response_model",
+        "size",
+        "sse",
+        "tail",
+    )
+
+    def __init__(self, sse: bool) -> None:
+        self.sse = sse
+        self.json = bytearray()
+        self.tail = b""
+        self.size = 0
+        self.parsed = 0  # SSE events parsed
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+        self.finish_reasons: list[str] = []
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.output: Any = None  # a JSON answer's output items (content capture)
+
+    def feed(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if not self.sse:
+            if self.size <= JSON_LIMIT:
+                self.json += chunk
+            return
+        lines = (self.tail + chunk).split(b"\n")
+        self.tail = lines.pop()
+        if len(self.tail) > LINE_LIMIT:
+            self.tail = b""
+        for line in lines:
+            self._line(line)
+
+    def close(self) -> None:
+        """The answer ended: read what is left."""
+        if self.sse:
+            if self.tail:
+                self._line(self.tail)
+            self.tail = b""
+            return
+        if self.json and self.size <= JSON_LIMIT:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                self.absorb(orjson.loads(self.json), whole=True)
+        self.json = bytearray()
+
+    def _line(self, line: bytes) -> None:
+        if not line.startswith(b"data:"):
+            return
+        if self.parsed and not any(mark in line for mark in _WANTED):
+            return
+        try:
+            event = orjson.loads(line[5:])
+        except orjson.JSONDecodeError:
+            return
+        self.parsed += 1
+        self.absorb(event)
+
+    def absorb(self, obj: Any, whole: bool = False) -> None:
+        """Take what ``obj`` (an answer, or one event of a stream) says."""
+        if type(obj) is not dict:
+            return
+        for key in ("response", "message"):  # Responses events, Code Assist; message_start
+            inner = obj.get(key)
+            if type(inner) is dict:
+                self.absorb(inner, whole)
+        found_id = obj.get("id") or obj.get("responseId")
+        if type(found_id) is str and self.response_id is None:
+            self.response_id = found_id
+        model = obj.get("model") or obj.get("modelVersion")
+        if type(model) is str:
+            self.response_model = model
+        self._usage(obj.get("usage") or obj.get("usageMetadata"))
+        self._finish(obj)
+        if whole:
+            output = _output(obj)
+            if output is not None:
+                self.output = output
+
+    def _usage(self, usage: Any) -> None:
+        if type(usage) is not dict:
+            return
+        found = _count(usage, _INPUT)
+        if found is not None:
+            self.input_tokens = found
+        found = _count(usage, _OUTPUT)
+        if found is not None:
+            self.output_tokens = found
+
+    def _finish(self, obj: dict[str, Any]) -> None:
+        reasons: list[Any] = []
+        choices = obj.get("choices") or obj.get("candidates")
+        if type(choices) is list:
+            for choice in choices:
+                if type(choice) is dict:
+                    reasons.append(choice.get("finish_reason") or choice.get("finishReason"))
+        delta = obj.get("delta")
+        reasons.append(obj.get("stop_reason"))
+        if type(delta) is dict:
+            reasons.append(delta.get("stop_reason"))
+        if obj.get("object") == "response":  # Responses: its status says how it ended
+            reasons.append(obj.get("status"))
+        named = [r for r in reasons if type(r) is str and r and r != "in_progress"]
+        if named:
+            self.finish_reasons = named
+
+
+def _count(usage: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    for key in keys:
+        value = usage.get(key)
+        if type(value) is int:
+            return value
+    return None
+
+
+def _output(answer: dict[str, Any]) -> Any:
+    """A JSON answer's output: chat's choices' messages, Responses' ``output``, Messages'
+    ``content``, Gemini's candidates' contents."""
+    choices = answer.get("choices")
+    if type(choices) is list:
+        return [c.get("message") for c in choices if type(c) is dict]
+    candidates = answer.get("candidates")
+    if type(candidates) is list:
+        return [c.get("content") for c in candidates if type(c) is dict]
+    for key in ("output", "content"):
+        if type(answer.get(key)) is list:
+            return answer[key]
+    return None

@@ -1,0 +1,185 @@
+"""The OpenTelemetry SDK set up from the standard ``OTEL_*`` variables: a tracer whose spans go
+out through a batch processor, and the GenAI client metrics. Imported only when tracing is on
+(:func:`proxy.telemetry.tracing_from_env`).
+
+The exporter reads its own variables (``OTEL_EXPORTER_OTLP_ENDPOINT`` and
+``…_TRACES_ENDPOINT``, ``…_HEADERS``, ``…_TIMEOUT``, ``…_PROTOCOL``: ``http/protobuf`` by
+default, ``grpc`` when that exporter is installed); the sampler its own (``OTEL_TRACES_SAMPLER``
+and ``…_ARG``); the resource ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME``
+(``toolcall-guard`` by default). Nothing global is set: the proxy's provider is its own, so an
+application embedding it keeps its own.
+
+A request never waits on the exporter: spans are queued by the batch processor (a full queue
+drops spans, it does not block) and exported by its thread; a failing or hanging collector
+costs that thread its export timeout, never a request.
+
+Metrics (``gen_ai.client.operation.duration`` in seconds and ``gen_ai.client.token.usage`` in
+tokens, with the conventions' bucket boundaries) go out over OTLP when
+``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``…_METRICS_ENDPOINT`` is set, beside ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.metrics import Histogram, Meter, NoOpMeter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from proxy.api.state import RequestState
+from proxy.settings import Settings
+from proxy.telemetry.names import METRICS_ENDPOINTS, content_captured, provider_name, wanted
+from proxy.telemetry.record import Pending
+from proxy.telemetry.spans import RequestTrace
+
+LOGGER = logging.getLogger("toolcall_guard")
+SCOPE = "toolcall_guard"
+
+#: The conventions' bucket boundaries (gen-ai-metrics.md).
+DURATION_BUCKETS = (
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
+)
+TOKEN_BUCKETS = (
+    1,
+    4,
+    16,
+    64,
+    256,
+    1024,
+    4096,
+    16384,
+    65536,
+    262144,
+    1048576,
+    4194304,
+    16777216,
+    67108864,
+)
+
+
+class Tracing:
+    """The tracer, the metric instruments and what every request's spans share."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        span_exporter: SpanExporter,
+        metric_reader: MetricReader | None = None,
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
+        name = environ.get("OTEL_SERVICE_NAME") or "toolcall-guard"
+        resource = Resource.create({"service.name": name})
+        # The provider reads the sampler from the environment; spans go to the processor
+        # whole when they end (proxy.telemetry.record), not through its tracers.
+        provider = TracerProvider(resource=resource)
+        self.sampler, self.resource = provider.sampler, provider.resource
+        self.processor = BatchSpanProcessor(span_exporter)
+        self.meters: MeterProvider | None = None
+        meter: Meter = NoOpMeter(SCOPE)
+        if metric_reader is not None:
+            self.meters = MeterProvider(metric_readers=[metric_reader], resource=resource)
+            meter = self.meters.get_meter(SCOPE)
+        self.duration: Histogram = meter.create_histogram(
+            "gen_ai.client.operation.duration",
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.tokens: Histogram = meter.create_histogram(
+            "gen_ai.client.token.usage",
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        )
+        #: ``gen_ai.provider.name`` of each upstream, by its policy's dialect.
+        self.providers = {
+            n: provider_name(settings.policy_for(n).dialect) for n in settings.upstreams
+        }
+        self.content = content_captured(settings.repair_log.capture, environ)
+        self.servers: dict[str, dict[str, Any]] = {}  # by URL origin (see server_of)
+
+    def server_of(self, upstream: str, url: str) -> dict[str, Any]:
+        """``server.address`` and ``server.port`` of an upstream (its base URL's: computed once
+        per upstream and base)."""
+        end = url.find("/", url.find("//") + 2)
+        origin = url if end < 0 else url[:end]
+        found = self.servers.get(origin)
+        if found is None:
+            where = urlsplit(origin)
+            port = where.port or (443 if where.scheme == "https" else 80)
+            found = self.servers[origin] = {
+                "server.address": where.hostname or "",
+                "server.port": port,
+            }
+        return found
+
+    def emit(self, span: Pending) -> None:
+        """A span ended: to the batch processor (which drops it if its queue is full)."""
+        if span.context.trace_flags.sampled:
+            self.processor.on_end(span.finished(self.resource))
+
+    def force_flush(self) -> None:
+        self.processor.force_flush()
+
+    def start(self, state: RequestState) -> RequestTrace:
+        """A request starts: its SERVER span."""
+        return RequestTrace(self, state)
+
+    def shutdown(self) -> None:
+        """Flush what is queued (bounded by the exporters' timeouts) and stop."""
+        try:
+            self.processor.shutdown()  # type: ignore[no-untyped-call]
+            if self.meters is not None:
+                self.meters.shutdown()
+        except Exception:  # an exporter failing at exit must not stop the proxy's exit
+            LOGGER.warning("OpenTelemetry shutdown failed", exc_info=True)
+
+
+def from_env(settings: Settings, environ: Mapping[str, str] = os.environ) -> Tracing:
+    """The tracing the ``OTEL_*`` variables ask for (tracing is known to be on)."""
+    reader = None
+    if wanted(METRICS_ENDPOINTS, environ):
+        reader = PeriodicExportingMetricReader(_exporter("metric", environ))
+    tracing = Tracing(settings, _exporter("span", environ), reader, environ)
+    LOGGER.info("OpenTelemetry tracing on (content %s)", "on" if tracing.content else "off")
+    return tracing
+
+
+def _exporter(signal: str, environ: Mapping[str, str]) -> Any:
+    """The OTLP exporter of ``signal`` (``span`` or ``metric``) for the configured protocol:
+    ``http/protobuf`` unless ``grpc`` is asked for and its exporter installed."""
+    own = f"OTEL_EXPORTER_OTLP_{'TRACES' if signal == 'span' else 'METRICS'}_PROTOCOL"
+    protocol = (environ.get(own) or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")).strip()
+    kind = "trace" if signal == "span" else "metric"
+    name = "OTLPSpanExporter" if signal == "span" else "OTLPMetricExporter"
+    if protocol == "grpc":
+        try:
+            grpc = importlib.import_module(
+                f"opentelemetry.exporter.otlp.proto.grpc.{kind}_exporter"
+            )
+            return getattr(grpc, name)()
+        except ImportError:
+            LOGGER.warning("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exporter not installed; using http")
+    http = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{kind}_exporter")
+    return getattr(http, name)()

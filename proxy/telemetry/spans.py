@@ -1,0 +1,263 @@
+"""One request's spans, read from its :class:`~proxy.api.state.RequestState` (the one writer
+of a request's fate): a SERVER span from its start to its end, and a CLIENT span per upstream
+attempt, in the GenAI semantic conventions (attribute names in :mod:`proxy.telemetry.names`).
+
+- The SERVER span continues the client's W3C ``traceparent``/``tracestate``; it carries
+  ``toolcall_guard.outcome`` (:meth:`RequestState.status`), ``toolcall_guard.record_id``, the
+  status, ``error.type`` on an error, and one ``toolcall_guard.repair`` event per finding
+  (``toolcall_guard.rule``, ``…path``, ``…action``): the policy's, learned strips', a retry's.
+- A CLIENT span per attempt, named ``{gen_ai.operation.name} {gen_ai.request.model}``; the
+  upstream gets a ``traceparent`` whose trace id is the client's and whose parent is that span
+  (the client's own ``traceparent``/``tracestate`` are replaced, not sent twice). The last
+  attempt's answer is read as it is relayed (:class:`~proxy.telemetry.answer.AnswerReader`).
+  A request refused before anything was sent has none.
+- ``gen_ai.conversation.id`` only when the client named its conversation
+  (:func:`~proxy.telemetry.names.client_conversation`); ``toolcall_guard.conversation`` is the
+  repair log's key (:func:`proxy.repairlog.conversation.conversation_key`), always.
+- Content (``gen_ai.input.messages``, ``gen_ai.system_instructions``,
+  ``gen_ai.output.messages`` of a JSON answer) only when :attr:`Tracing.content`, as the wire
+  API sent it, with the request's keys scrubbed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from opentelemetry.trace import SpanKind
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from proxy.core.wire import WIRES
+from proxy.relay.base import RawHeaders, UpstreamResponse
+from proxy.repairlog.conversation import conversation_key
+from proxy.telemetry.answer import AnswerReader
+from proxy.telemetry.names import client_conversation
+from proxy.telemetry.record import Pending, root
+
+if TYPE_CHECKING:
+    from proxy.api.attempt import Attempt
+    from proxy.api.state import RequestState
+    from proxy.telemetry.otel import Tracing
+
+LOGGER = logging.getLogger("toolcall_guard")
+PROPAGATOR = TraceContextTextMapPropagator()
+_CONTEXT_HEADERS = (b"traceparent", b"tracestate")
+
+
+class RequestTrace:
+    """The spans of one request (``state.trace`` while tracing is on)."""
+
+    __slots__ = ("attrs", "current", "reader", "recorded", "server", "tracing")
+
+    def __init__(self, tracing: Tracing, state: RequestState) -> None:
+        self.tracing = tracing
+        sent = {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in state.scope["headers"]
+            if k in _CONTEXT_HEADERS
+        }
+        method = state.scope["method"]
+        self.server = root(
+            tracing.sampler,
+            PROPAGATOR.extract(sent) if sent else None,
+            f"{method} {state.log.path}",
+            {"http.request.method": method, "url.path": state.log.path},
+        )
+        #: The open attempt's span, its index in ``state.attempts`` (None: relayed unchecked),
+        #: and when it started.
+        self.current: tuple[Pending, int | None, float] | None = None
+        self.attrs: dict[str, Any] = {}  # the GenAI attributes every attempt's metrics carry
+        self.reader: AnswerReader | None = None
+        #: Whether anything is recorded: a request the sampler leaves out costs no attribute,
+        #: unless the metrics (which count every request) need them.
+        self.recorded = tracing.meters is not None or self.server.context.trace_flags.sampled
+
+    def attempt(
+        self, state: RequestState, upstream: str, url: str, headers: RawHeaders
+    ) -> RawHeaders:
+        """An attempt goes out: its CLIENT span starts; the headers to send it with."""
+        self._end_client(state, final=False)
+        if not self.recorded:  # sampled out: the upstream still continues the trace
+            return _continued(headers, self.server.child("", SpanKind.CLIENT, {}))
+        index = len(state.attempts) - 1 if state.attempts else None
+        attrs = dict(self.tracing.server_of(upstream, url))
+        name = state.scope["method"]
+        wire = WIRES.get(state.api) if state.api is not None else None
+        if wire is not None:
+            model = state.log.model or ""
+            attrs |= {
+                "gen_ai.operation.name": wire.operation,
+                "gen_ai.provider.name": self.tracing.providers.get(upstream, upstream),
+                "gen_ai.request.model": model,
+            }
+            name = f"{wire.operation} {model}".strip()
+            conversation = client_conversation(state.data)
+            if conversation is not None:
+                attrs["gen_ai.conversation.id"] = conversation
+            scope = (upstream, state.client)
+            key = conversation_key(state.log.path, state.data, scope, wire)
+            if key is not None:
+                attrs["toolcall_guard.conversation"] = key
+        self.attrs = attrs
+        span = self.server.child(name, SpanKind.CLIENT, dict(attrs))
+        if wire is not None and index is not None and self.tracing.content:
+            body = state.attempts[index].forwarded
+            span.attributes["gen_ai.input.messages"] = _text(state, wire.items(body))
+            system = [body[k] for k in wire.system_keys if type(body) is dict and k in body]
+            if system:
+                span.attributes["gen_ai.system_instructions"] = _text(state, system)
+        self.current = (span, index, perf_counter())
+        return _continued(headers, span)
+
+    def reading(self, response: UpstreamResponse) -> UpstreamResponse:
+        """The answer the client gets, read for its attributes as it is relayed."""
+        if not self.recorded:
+            return response
+        sse = any(
+            k.lower() == b"content-type" and b"event-stream" in v for k, v in response.headers
+        )
+        self.reader = AnswerReader(sse)
+        return _Read(response, self.reader)
+
+    def end(self, state: RequestState) -> None:
+        """The request is over: its spans end with what its state says. Never raises."""
+        if not self.recorded:
+            return
+        try:
+            self._end_client(state, final=True)
+            self._end_server(state)
+        except Exception:  # telemetry never fails a request
+            LOGGER.warning("tracing failed for request %s", state.log.request_id, exc_info=True)
+
+    def _end_server(self, state: RequestState) -> None:
+        span, log = self.server, state.log
+        found: dict[str, Any] = {
+            "http.response.status_code": log.status,
+            "toolcall_guard.outcome": state.status() if state.api is not None else None,
+            "toolcall_guard.record_id": state.record_id,
+            "toolcall_guard.ending": state.ending,
+            "toolcall_guard.upstream": log.upstream,
+        }
+        findings = [f.as_dict() for f in state.outcome.findings] if state.outcome else []
+        for finding in findings + state.extra_findings:
+            span.event(
+                "toolcall_guard.repair",
+                {
+                    "toolcall_guard.rule": finding.get("rule", ""),
+                    "toolcall_guard.path": finding.get("path", ""),
+                    "toolcall_guard.action": finding.get("action", ""),
+                },
+            )
+        error = log.error or (str(log.status) if log.status and log.status >= 400 else None)
+        if error is not None:
+            found["error.type"] = span.error = error
+        span.attributes.update((k, v) for k, v in found.items() if v is not None)
+        self.tracing.emit(span)
+
+    def _end_client(self, state: RequestState, *, final: bool) -> None:
+        if self.current is None:
+            return
+        span, index, started = self.current
+        self.current = None
+        attempt = state.attempts[index] if index is not None else None
+        status = attempt.status if attempt is not None else state.log.status if final else None
+        found: dict[str, Any] = {"http.response.status_code": status}
+        reader = self.reader if final else None
+        if reader is not None:
+            reader.close()
+            found |= self._answer(state, reader)
+        span.error = found["error.type"] = _attempt_error(state, attempt, status)
+        span.attributes.update((k, v) for k, v in found.items() if v is not None)
+        self.tracing.emit(span)
+        if self.tracing.meters is None or "gen_ai.operation.name" not in self.attrs:
+            return
+        kept = _metric(self.attrs | found)
+        self.tracing.duration.record(perf_counter() - started, kept)
+        if reader is None:
+            return
+        for kind, count in (("input", reader.input_tokens), ("output", reader.output_tokens)):
+            if count is not None:
+                self.tracing.tokens.record(count, kept | {"gen_ai.token.type": kind})
+
+    def _answer(self, state: RequestState, reader: AnswerReader) -> dict[str, Any]:
+        """What the answer said of itself (None: it did not say)."""
+        output = None
+        if reader.output is not None and self.tracing.content:
+            output = _text(state, reader.output)
+        return {
+            "gen_ai.response.model": reader.response_model,
+            "gen_ai.response.id": reader.response_id,
+            "gen_ai.response.finish_reasons": tuple(reader.finish_reasons) or None,
+            "gen_ai.usage.input_tokens": reader.input_tokens,
+            "gen_ai.usage.output_tokens": reader.output_tokens,
+            "gen_ai.output.messages": output,
+        }
+
+
+#: Attributes the metrics keep (the conventions' low-cardinality ones).
+_METRIC_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.provider.name",
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "server.address",
+        "server.port",
+        "error.type",
+    }
+)
+
+
+def _continued(headers: RawHeaders, span: Pending) -> RawHeaders:
+    """``headers`` with the trace context naming ``span`` as the parent (the client's own
+    ``traceparent``/``tracestate`` replaced, not sent twice)."""
+    sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
+    sent.append((b"traceparent", span.traceparent().encode()))
+    if span.context.trace_state:
+        sent.append((b"tracestate", span.context.trace_state.to_header().encode("latin-1")))
+    return sent
+
+
+def _attempt_error(state: RequestState, attempt: Attempt | None, status: int | None) -> str | None:
+    """An attempt's ``error.type``: the catalogued refusal, the status, the stream's error."""
+    if status is None:  # no answer: unreachable, timed out, cancelled
+        return state.log.error or "_OTHER"
+    if status >= 400:
+        return (attempt.error_kind if attempt is not None else None) or str(status)
+    if attempt is not None and attempt.error is not None:  # an error event mid-stream
+        return attempt.error_kind or "stream_error"
+    return None
+
+
+def _metric(attrs: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in attrs.items() if k in _METRIC_KEYS and v is not None}
+
+
+def _text(state: RequestState, value: Any) -> str:
+    """``value`` as JSON, without the keys the request carried."""
+    return state.scrub(orjson.dumps(value, default=str).decode(), None)
+
+
+class _Read:
+    """An upstream response whose body is fed to a reader as it is relayed."""
+
+    __slots__ = ("headers", "reader", "response", "status")
+
+    def __init__(self, response: UpstreamResponse, reader: AnswerReader) -> None:
+        self.response, self.reader = response, reader
+        self.status, self.headers = response.status, response.headers
+
+    @property
+    def body(self) -> AsyncIterator[bytes]:
+        return self._body()
+
+    async def _body(self) -> AsyncIterator[bytes]:
+        async for chunk in self.response.body:
+            self.reader.feed(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.response.aclose()
