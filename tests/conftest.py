@@ -5,9 +5,6 @@
   empty config file instead, so only what a test passes (over the built-in defaults) applies.
 - ``TOOLCALL_GUARD_*`` variables and provider keys are removed: no test picks up a local
   override, and no real key can be injected into a request, even to a local fake upstream.
-
-Every edit of a chat history in any test also checks the views it carries over against a fresh
-computation (:data:`proxy.core.chat.splice.CHECK`).
 """
 
 from __future__ import annotations
@@ -16,10 +13,6 @@ import os
 from pathlib import Path
 
 import pytest
-
-from proxy.core.chat import splice
-
-splice.CHECK = True
 
 #: Variables a developer's shell may hold that would change what the tests do.
 _PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPSEEK_API_KEY", "GEMINI_API_KEY")

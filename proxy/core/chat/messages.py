@@ -8,17 +8,15 @@ finding can name a JSON path into what the client actually sent.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
-from itertools import chain
-from operator import itemgetter
-from typing import Any, Generic, TypeVar, overload
+from collections.abc import Mapping
+from typing import Any
 
+from proxy.core.chat import splice
+from proxy.core.chat.index import Index
+
+# Re-exported: the rules import a message's type from here.
+from proxy.core.chat.index import Message as Message  # noqa: PLC0414
 from proxy.core.history import CopyOnWrite, MalformedHistory
-
-T = TypeVar("T")
-
-Message = dict[str, Any]
 
 KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -103,155 +101,6 @@ def path(index: int | None, where: str = "") -> str:
     return f"messages[{'+' if index is None else index}]{where}"
 
 
-_ROLE = itemgetter("role")
-_TOOL_CALLS = itemgetter("tool_calls")
-
-
-def at(messages: list[Message], positions: list[int]) -> Sequence[Message]:
-    """``messages[i] for i in positions``, built in C (itemgetter of one index is no tuple)."""
-    if len(positions) > 1:
-        return itemgetter(*positions)(messages)  # type: ignore[no-any-return]
-    return [messages[i] for i in positions]
-
-
-class cached(Generic[T]):
-    """:func:`functools.cached_property` without its lock: Python 3.11's takes an ``RLock`` on
-    each first computation, a measurable share of a clean history's check; an index belongs to
-    one request and is never shared between threads."""
-
-    def __init__(self, compute: Callable[[Any], T]) -> None:
-        self.compute = compute
-        self.name = compute.__name__
-        self.__doc__ = compute.__doc__
-
-    @overload
-    def __get__(self, owner: None, cls: type | None = None) -> cached[T]: ...
-    @overload
-    def __get__(self, owner: object, cls: type | None = None) -> T: ...
-    def __get__(self, owner: object | None, cls: type | None = None) -> T | cached[T]:
-        if owner is None:
-            return self
-        value: T = self.compute(owner)
-        owner.__dict__[self.name] = value  # found there from now on: no descriptor call
-        return value
-
-
-class Index:
-    """What one pass over a history learns, so that rules skip clean histories cheaply.
-
-    The pass groups the messages by role and notes the positions of the ``tools`` (role
-    ``tool``), of the ``callers`` (other messages with a ``tool_calls`` key) and of the messages
-    with ``odd_content`` (missing, null, empty or not a string). The rest is computed on first
-    use, with C-level iteration (``map``, ``set().union``, ``itemgetter``) over those groups, so
-    that the fast paths of a clean history pay only for what they ask, and share it.
-    """
-
-    def __init__(self, messages: list[Message]) -> None:
-        assistant: list[int] = []
-        user: list[int] = []
-        other: defaultdict[str, list[int]] = defaultdict(list)
-        tools: list[int] = []
-        callers: list[int] = []
-        odd: list[int] = []
-        # The one Python-level loop over every message: keep its body minimal. The usual roles
-        # are told apart by comparison: a role fresh from the JSON parser has no cached hash,
-        # and hashing one per message costs more than comparing it with a literal or two.
-        for i, message in enumerate(messages):
-            role = message["role"]
-            if role == "tool":
-                tools.append(i)
-            else:
-                if role == "assistant":
-                    assistant.append(i)
-                elif role == "user":
-                    user.append(i)
-                else:
-                    other[role].append(i)
-                if "tool_calls" in message:
-                    callers.append(i)
-            content = message.get("content")
-            if type(content) is not str or not content:
-                odd.append(i)
-        self._set(messages, {"tool": tools, "assistant": assistant, "user": user, **other})
-        self.callers = callers
-        self.odd_content = odd
-
-    def _set(
-        self, messages: list[Message], positions: dict[str, list[int]], kept: Index | None = None
-    ) -> None:
-        """The groups by role, from each role's positions (tool, assistant, user, then the
-        others in order of first appearance); a group whose positions are ``kept``'s very list
-        is ``kept``'s group (an edit left those messages alone)."""
-        self.messages = messages
-        #: Where each role's messages are, in order (roles with none left out).
-        self.positions: Mapping[str, list[int]] = {r: p for r, p in positions.items() if p}
-        old = kept.positions if kept is not None else {}
-        self.by_role: Mapping[str, Sequence[Message]] = {
-            role: kept.by_role[role]
-            if kept is not None and old.get(role) is where
-            else at(messages, where)
-            for role, where in self.positions.items()
-        }
-        self.roles = frozenset(self.by_role)
-        self.tools = positions["tool"]
-
-    @classmethod
-    def of_parts(
-        cls,
-        messages: list[Message],
-        positions: dict[str, list[int]],
-        callers: list[int],
-        odd_content: list[int],
-        kept: Index | None = None,
-    ) -> Index:
-        """The index whose pass over ``messages`` would have found these positions (a history
-        edited from an indexed one: :mod:`proxy.core.chat.splice`); groups whose positions are
-        the very lists of ``kept`` share its messages."""
-        index = cls.__new__(cls)
-        index._set(messages, positions, kept)
-        index.callers = callers
-        index.odd_content = odd_content
-        return index
-
-    @cached
-    def keys(self) -> Mapping[str, frozenset[str]]:
-        """The union of the message keys, per role."""
-        return {role: frozenset().union(*group) for role, group in self.by_role.items()}
-
-    @property
-    def tool_messages(self) -> Sequence[Message]:
-        return self.by_role.get("tool", ())
-
-    @cached
-    def caller_messages(self) -> Sequence[Message]:
-        return at(self.messages, self.callers)
-
-    @cached
-    def call_lists(self) -> list[Any]:
-        """The ``tool_calls`` value of every caller, whatever its type."""
-        return list(map(_TOOL_CALLS, self.caller_messages))
-
-    @cached
-    def regular(self) -> bool:
-        """Whether every caller is an assistant message whose ``tool_calls`` is a list.
-
-        Fast paths over the calls need a regular history and leave the rare others to their
-        exact per-message scans.
-        """
-        roles = list(map(_ROLE, self.caller_messages))  # counted, not hashed: see __init__
-        return set(map(type, self.call_lists)) <= {list} and roles.count("assistant") == len(roles)
-
-    @cached
-    def calls(self) -> list[Any] | None:
-        """Every entry of every ``tool_calls`` list in history order; None unless regular."""
-        return list(chain.from_iterable(self.call_lists)) if self.regular else None
-
-
-def build_index(messages: list[Message]) -> Index:
-    """The :class:`Index` of ``messages`` (one pass; the rest on demand)."""
-    return Index(messages)
-
-
 class History(CopyOnWrite):
     """Chat ``messages`` as a copy-on-write history (:class:`~proxy.core.history.CopyOnWrite`),
     with the one-pass :class:`Index` its rules share."""
@@ -270,7 +119,7 @@ class History(CopyOnWrite):
     @property
     def index(self) -> Index:
         if self._index is None:
-            self._index = build_index(self.messages)
+            self._index = Index(self.messages)
         return self._index
 
     @property
@@ -278,12 +127,9 @@ class History(CopyOnWrite):
         """The index if it was built (:attr:`index` builds it)."""
         return self._index
 
-    def seed_index(self, index: Index) -> None:
-        """Use ``index``, carried over by an edit, instead of building one."""
-        self._index = index
-
     def _carry(self, edited: History, runs: list[tuple[int, int, int]]) -> None:
-        splice.carry(self, edited, runs)
+        if self._index is not None:
+            edited._index = splice.carry(self._index, self, edited, runs)
 
     @property
     def tool_free(self) -> bool:
@@ -304,8 +150,3 @@ def _tool_free(history: History) -> bool:
     if index.tools or index.callers or "function" in index.roles:
         return False
     return all(_TOOL_KEYS.isdisjoint(keys) for keys in index.keys.values())
-
-
-# The carry through edits builds on History and Index, so it is imported once they exist (an
-# import statement inside ``_carry`` cost some 7,000 instructions a repair).
-from proxy.core.chat import splice  # noqa: E402

@@ -11,26 +11,21 @@ copied as slices, and the items it inserts. The index of the new one is the old 
 run by run, shifted (found by bisection, shifted in C), plus what the inserted items are; the
 call facts carry over whole when every message that makes calls kept its place in a run (their
 ids and arguments are the same lists, only the positions their results belong at shift). Both
-are what a fresh pass would find, exactly: :data:`CHECK` (set by the test suite) makes every
-edit compare them with one.
+are what a fresh pass would find, exactly (``tests/core/chat/test_splice.py`` compares them with
+one after random edits and after every repair of the golden cases and of broken histories).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, filterfalse
-from typing import Any
 
-from proxy.core.chat.messages import History, Index, Message
-from proxy.core.chat.rules import views
-from proxy.core.chat.rules.views import CallFacts, call_facts
+from proxy.core.chat import fast
+from proxy.core.chat.index import CallFacts, Index, Message
+from proxy.core.history import CopyOnWrite
 
 #: (old start, old end, new start): the old items ``[start, end)`` sit from ``new start`` on.
 Run = tuple[int, int, int]
-
-#: Compare every carried view with a fresh computation (the test suite sets it).
-CHECK = False
 
 #: The lazily computed views of an index that depend only on its callers (carried when the
 #: callers are the same messages, in the same order).
@@ -42,11 +37,9 @@ _USUAL = ("tool", "assistant", "user")
 _ODD_VIEWS = ("odd_messages", "odd_contents", "odd_roles", "odd_types")
 
 
-def carry(old: History, new: History, runs: Sequence[Run]) -> None:
-    """Give ``new`` (``old`` edited as ``runs`` say) the index and call facts ``old`` has."""
-    index = old.built_index
-    if index is None:
-        return
+def carry(index: Index, old: CopyOnWrite, new: CopyOnWrite, runs: Sequence[Run]) -> Index:
+    """The index of ``new`` (``old``, whose index is ``index``, edited as ``runs`` say); ``new``
+    gets the memoised views of ``old`` that still hold (call facts, odd contents)."""
     replaced = _replaced(runs, len(old.messages), len(new.messages))
     if replaced is None:
         spliced = _index(index, new.messages, runs)
@@ -56,7 +49,6 @@ def carry(old: History, new: History, runs: Sequence[Run]) -> None:
         index.callers, spliced.callers, runs
     )
     _carry_views(index, spliced, same_callers)
-    new.seed_index(spliced)
     if spliced.odd_content is index.odd_content:  # in place, none of them touched
         _seed(old, new, _ODD_VIEWS)
     known, facts = old.memoized("call_facts")
@@ -64,21 +56,21 @@ def carry(old: History, new: History, runs: Sequence[Run]) -> None:
         if facts is not None and replaced is None:
             facts = _facts(facts, index, runs)
         new.seed("call_facts", facts)  # in place: the callers and their spots did not move
-    if CHECK:
-        _check(new)
+    return spliced
 
 
 def _carry_views(index: Index, spliced: Index, same_callers: bool) -> None:
     """The cached views of ``index`` that hold for ``spliced`` too."""
     if same_callers:
         for name in _CALLER_VIEWS:
-            if name in index.__dict__:
-                spliced.__dict__[name] = index.__dict__[name]
-    if "keys" in index.__dict__:
-        spliced.__dict__["keys"] = _keys(index, spliced)
+            known, view = index.memoized(name)
+            if known:
+                spliced.seed(name, view)
+    if index.memoized("keys")[0]:
+        spliced.seed("keys", _keys(index, spliced))
 
 
-def _seed(old: History, new: History, names: Sequence[str]) -> None:
+def _seed(old: CopyOnWrite, new: CopyOnWrite, names: Sequence[str]) -> None:
     """Give ``new`` the memoised views ``names`` of ``old`` (those it computed)."""
     for name in names:
         known, view = old.memoized(name)
@@ -157,7 +149,7 @@ def _swapped(where: list[int], gone: set[int], taken: list[int]) -> list[int]:
     ``gone``): ``where`` itself when neither changes it."""
     if not taken and gone.isdisjoint(where):
         return where
-    kept = list(filterfalse(gone.__contains__, where))
+    kept = fast.without(where, gone)
     for q in taken:
         insort(kept, q)
     return kept
@@ -166,7 +158,7 @@ def _swapped(where: list[int], gone: set[int], taken: list[int]) -> list[int]:
 def _keys(old: Index, new: Index) -> dict[str, frozenset[str]]:
     """The union of the message keys per role: the old one for every group kept whole."""
     return {
-        role: old.keys[role] if group is old.by_role.get(role) else frozenset().union(*group)
+        role: old.keys[role] if group is old.by_role.get(role) else fast.union(group)
         for role, group in new.by_role.items()
     }
 
@@ -209,38 +201,10 @@ def _callers_kept(old: list[int], new: list[int], runs: Sequence[Run]) -> bool:
 def _facts(facts: CallFacts, index: Index, runs: Sequence[Run]) -> CallFacts:
     """The call facts once the callers moved as ``runs`` say: the spots where their results
     belong move with them."""
-    counts = list(accumulate(map(len, index.call_lists), initial=0))  # calls before caller k
+    counts = fast.offsets(index.call_lists)  # calls before caller k
     spots: list[int] = []
     for start, end, at in runs:
         first = bisect_left(index.callers, start)
         last = bisect_left(index.callers, end)
         spots += _moved(facts.spots[counts[first] : counts[last]], at - start)
     return CallFacts(facts.ids, spots, facts.arguments, facts.string_arguments, facts.plain)
-
-
-def _check(new: History) -> None:
-    """Fail loudly when a carried view differs from what a fresh pass finds."""
-    fresh = History(new.messages, new.origins, new.request)
-    carried, index = new.index, fresh.index
-    got = (carried.positions, carried.callers, carried.odd_content, carried.roles)
-    want = (index.positions, index.callers, index.odd_content, index.roles)
-    if "keys" in carried.__dict__:
-        assert carried.keys == index.keys, "carried keys differ"
-    assert got == want, f"carried index {got} != fresh {want}"
-    assert list(carried.positions) == list(index.positions), "role order differs"
-    for role, group in carried.by_role.items():
-        assert list(group) == list(index.by_role[role]), f"by_role[{role!r}] differs"
-    for name in _CALLER_VIEWS:
-        if name in carried.__dict__:
-            assert _same(carried.__dict__[name], getattr(index, name)), f"{name} differs"
-    known, facts = new.memoized("call_facts")
-    if known:
-        assert facts == call_facts(fresh), "carried call facts differ"
-    for name in _ODD_VIEWS:
-        known, view = new.memoized(name)
-        if known:
-            assert _same(view, getattr(views, name)(fresh)), f"carried {name} differs"
-
-
-def _same(a: Any, b: Any) -> bool:
-    return list(a) == list(b) if isinstance(a, Sequence) else bool(a == b)

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy.core.chat.index import CallFacts
 from proxy.core.chat.messages import History, Message
 from proxy.core.chat.rules import PIPELINE, arguments, views
 from proxy.core.chat.rules.blocks import well_paired
@@ -151,7 +152,7 @@ def _naive_facts(messages: list[Message], callers: list[int]) -> Any:
     sites = [(c + 1 + j, call) for c in callers for j, call in enumerate(messages[c]["tool_calls"])]
     if not all(_well_formed(call) for _, call in sites):
         return None
-    return views.CallFacts(
+    return CallFacts(
         ids=[call["id"] for _, call in sites],
         spots=[spot for spot, _ in sites],
         arguments=[call["function"]["arguments"] for _, call in sites],

@@ -1,19 +1,77 @@
 """A history edited by slices is the history rebuilt item by item, and its carried views are the
-ones a fresh pass finds (issue 23: a repair does not pay for a second analysis)."""
+ones a fresh pass finds (issue 23: a repair does not pay for a second analysis).
+
+:func:`assert_fresh` compares every view an edit carried over (the re-indexed groups, callers
+and odd contents, and whatever cached or memoised view came along) with a fresh computation: on
+random edits, and on every edit the repairs make to broken histories and to the golden cases.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.core.chat import splice
 from proxy.core.chat.messages import History
 from proxy.core.chat.rules import views
+from proxy.core.engine import sanitize
+from proxy.core.policy import DIALECTS, build_policy
+from tests.factories import DIALECTS as BROKEN
 from tests.factories import broken_histories, histories
 
 Message = dict[str, Any]
+CASES = Path(__file__).parents[2] / "cases"
+
+
+def assert_fresh(new: History) -> None:
+    """Fail when a view ``new`` carried over from the history it was edited from differs from
+    what a fresh pass over its messages finds."""
+    fresh = History(new.messages, new.origins, new.request)
+    carried, index = new.index, fresh.index
+    got = (carried.positions, carried.callers, carried.odd_content, carried.roles)
+    want = (index.positions, index.callers, index.odd_content, index.roles)
+    assert got == want, f"carried index {got} != fresh {want}"
+    assert list(carried.positions) == list(index.positions), "role order differs"
+    for role, group in carried.by_role.items():
+        assert list(group) == list(index.by_role[role]), f"by_role[{role!r}] differs"
+    for name in ("keys", *splice._CALLER_VIEWS):
+        known, view = carried.memoized(name)
+        if known:
+            assert _same(view, getattr(index, name)), f"carried {name} differs"
+    known, facts = new.memoized("call_facts")
+    if known:
+        assert facts == views.call_facts(fresh), "carried call facts differ"
+    for name in splice._ODD_VIEWS:
+        known, view = new.memoized(name)
+        if known:
+            assert _same(view, getattr(views, name)(fresh)), f"carried {name} differs"
+
+
+def _same(a: Any, b: Any) -> bool:
+    return list(a) == list(b) if isinstance(a, Sequence) else bool(a == b)
+
+
+@pytest.fixture
+def checked_edits(monkeypatch: pytest.MonkeyPatch) -> list[History]:
+    """Every edit of a chat history made while it is active is checked by :func:`assert_fresh`;
+    the list of the edited histories that carried an index."""
+    carry: Callable[[History, History, Any], None] = History._carry
+    checked: list[History] = []
+
+    def checking(self: History, edited: History, runs: Any) -> None:
+        carry(self, edited, runs)
+        if edited.built_index is not None:
+            assert_fresh(edited)
+            checked.append(edited)
+
+    monkeypatch.setattr(History, "_carry", checking)
+    return checked
 
 
 def _reference(history: History, inserts: dict[int, list[Any]], skip: set[int]) -> History:
@@ -64,7 +122,7 @@ def test_an_edit_is_the_item_by_item_rebuild_and_carries_fresh_views(
     assert [edited.origin(i) for i in range(len(edited))] == [
         expected.origin(i) for i in range(len(expected))
     ]
-    assert splice.CHECK  # the suite's conftest: the carried views were compared with fresh ones
+    assert_fresh(edited)
     if analysed:
         assert edited.built_index is not None  # carried, not to be built again
 
@@ -96,7 +154,7 @@ def test_a_message_swapped_in_place_carries_fresh_views(
     views.call_facts(history)
     edited = history.edited(inserts, skip)
     assert edited.messages == _reference(history, inserts, skip).messages
-    assert splice.CHECK  # the carried index (groups, their order) was compared with a fresh one
+    assert_fresh(edited)  # the carried index (groups, their order) is what a fresh pass finds
 
 
 def test_a_role_whose_first_message_was_swapped_moves_in_the_group_order() -> None:
@@ -115,14 +173,34 @@ def test_a_role_whose_first_message_was_swapped_moves_in_the_group_order() -> No
     assert list(edited.index.positions) == ["user", "developer", "system"]
 
 
-def test_the_check_catches_a_wrong_carry(monkeypatch: Any) -> None:
+def test_the_check_catches_a_wrong_carry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(splice, "_shifted", lambda positions, start, end, shift: [])
     history = History(
         [{"role": "user", "content": "a"}, {"role": "tool", "tool_call_id": "x", "content": "b"}]
     )
     history.index  # noqa: B018
-    try:
-        history.edited({}, {1})
-    except AssertionError:
-        return
-    raise AssertionError("a carried index that differs from a fresh one went unnoticed")
+    with pytest.raises(AssertionError, match="carried index"):
+        assert_fresh(history.edited({}, {1}))
+
+
+@pytest.mark.parametrize("preset", DIALECTS)
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_every_repair_of_a_broken_history_carries_fresh_views(
+    preset: str, data: st.DataObject, checked_edits: list[History]
+) -> None:
+    messages = data.draw(broken_histories(data.draw(st.sampled_from(BROKEN))))
+    sanitize(History(messages, request={"model": "m"}), build_policy(preset), "chat")
+
+
+def test_every_repair_of_a_golden_case_carries_fresh_views(checked_edits: list[History]) -> None:
+    cases = [case for file in sorted(CASES.glob("*.json")) for case in json.loads(file.read_text())]
+    for case in cases:
+        policy = build_policy(case["policy"], overrides=case.get("overrides"))
+        request = {**case.get("request", {}), "messages": case["input"]}
+        sanitize(History(case["input"], request=request), policy, "chat")
+    assert len(checked_edits) > 20, "the pairing repairs' edits went unchecked"

@@ -15,17 +15,14 @@ every result to its call when the verdict is no.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, compress, filterfalse, repeat
-from operator import add, itemgetter
+from itertools import pairwise
 from typing import Any
 
-from proxy.core.chat.messages import History, Message, at
+from proxy.core.chat import fast
+from proxy.core.chat.messages import History, Message
 from proxy.core.chat.rules import views
-
-_TOOL_CALL_ID = itemgetter("tool_call_id")
 
 Key = tuple[int, str]  # (position of the call block's assistant message, call id)
 
@@ -71,7 +68,7 @@ def _check(history: History) -> bool:
     if ids is None:
         return False
     try:
-        answers = list(map(_TOOL_CALL_ID, index.tool_messages))
+        answers = fast.values(index.tool_messages, "tool_call_id")
         unique = len(set(ids)) == len(ids)
         if answers == ids:  # each result right where its call's is: ids need only be unique
             return unique or _unique_per_block(index.call_lists, ids)  # per message
@@ -86,8 +83,7 @@ def _check(history: History) -> bool:
 
 def _spans(call_lists: list[Any]) -> list[tuple[int, int]]:
     """``(start, end)`` of each message's calls in the flat list of every call."""
-    ends = list(accumulate(map(len, call_lists)))
-    return list(zip([0, *ends], ends, strict=False))
+    return list(pairwise(fast.offsets(call_lists)))
 
 
 def _unique_per_block(call_lists: list[Any], ids: list[str]) -> bool:
@@ -112,16 +108,14 @@ def _ids_in_place(history: History) -> list[str] | None:
     facts = views.call_facts(history)
     if facts is not None:
         return facts.ids if facts.spots == index.tools else None
-    starts = list(map(add, index.callers, repeat(1)))
-    ends = map(add, starts, map(len, index.call_lists))
-    if list(chain.from_iterable(map(range, starts, ends))) != index.tools:
+    if fast.spots(index.callers, index.call_lists) != index.tools:
         return None
     return views.string_ids(history)
 
 
 def _same_blocks(callers: list[int], lists: list[Any], ids: list[Any], answers: list[Any]) -> bool:
     """Whether each result answers a call of the block it sits in (results in any order)."""
-    owners = [c for c, calls in zip(callers, lists, strict=True) for _ in calls]
+    owners = fast.owners(callers, lists)
     owner_of = dict(zip(ids, owners, strict=True))
     return len(set(answers)) == len(answers) and [owner_of.get(a) for a in answers] == owners
 
@@ -161,7 +155,7 @@ def _analyse(history: History) -> Pairing:
     if tools is None:
         tools = history.index.tools
     _bind_runs(pairing, history, openers, tools)
-    list(map(list.sort, pairing.results.values()))
+    fast.sort_each(pairing.results.values())
     return pairing
 
 
@@ -178,14 +172,14 @@ def _bound_at_spots(pairing: Pairing, history: History, owners: list[int]) -> li
     if not tools.issuperset(facts.spots):
         return None
     try:
-        if list(map(_TOOL_CALL_ID, at(history.messages, facts.spots))) != facts.ids:
+        if fast.values(fast.at(history.messages, facts.spots), "tool_call_id") != facts.ids:
             return None
     except KeyError:  # a result without an id
         return None
     # Every key of ``capacity`` (in call order, one call each) is answered once, at its spot.
     pairing.answered.update(pairing.capacity)
-    pairing.results.update(zip(pairing.capacity, map(list, zip(facts.spots)), strict=True))
-    return list(filterfalse(set(facts.spots).__contains__, index.tools))
+    pairing.results.update(zip(pairing.capacity, fast.singletons(facts.spots), strict=True))
+    return fast.without(index.tools, set(facts.spots))
 
 
 def _bind_runs(pairing: Pairing, history: History, openers: set[int], tools: list[int]) -> None:
@@ -227,13 +221,10 @@ def _calls_into(pairing: Pairing, history: History) -> tuple[set[int], list[int]
     index, facts = history.index, views.call_facts(history)
     if facts is not None and len(set(facts.ids)) == len(facts.ids):
         # Every call well formed, every id its own: the same maps, built in C.
-        counts = list(map(len, index.call_lists))
-        owners = index.callers  # one call per message, the usual case; read only
-        if counts.count(1) != len(counts):
-            owners = list(chain.from_iterable(map(repeat, index.callers, counts)))
+        owners = fast.owners(index.callers, index.call_lists)  # read only
         pairing.owner = dict(zip(facts.ids, owners, strict=True))
         pairing.capacity.update(dict.fromkeys(zip(owners, facts.ids, strict=True), 1))
-        return set(compress(index.callers, counts)), owners
+        return fast.openers(index.callers, index.call_lists), owners
     messages = history.messages
     calls_by_id, capacity = pairing.calls, pairing.capacity
     openers = set()
@@ -291,42 +282,3 @@ def _call_of(pairing: Pairing, t: int, rid: str | None) -> Key | None:
 
 def _position(site: tuple[int, int]) -> int:
     return site[0]
-
-
-def as_text(content: Any) -> str:
-    """``content`` as text for a user message: strings as they are, anything else as JSON."""
-    if type(content) is str:
-        return content
-    if type(content) is list and content and all(_is_text_part(p) for p in content):
-        return "\n".join(p["text"] for p in content)
-    return json.dumps(content, ensure_ascii=False, separators=(",", ":"), default=repr)
-
-
-def _is_text_part(part: Any) -> bool:
-    return type(part) is dict and part.get("type") == "text" and type(part.get("text")) is str
-
-
-def is_empty(content: Any) -> bool:
-    """Missing, null, ``""`` or ``[]`` content."""
-    return content is None or content in ("", [])
-
-
-def join_contents(first: Any, second: Any, separator: str) -> Any:
-    """Two message contents as one: strings joined, parts lists concatenated; empties skipped."""
-    if is_empty(first):
-        return second
-    if is_empty(second):
-        return first
-    if type(first) is list or type(second) is list:
-        return [*_parts(first), *_parts(second)]
-    return f"{_plain(first)}{separator}{_plain(second)}"
-
-
-def _parts(content: Any) -> list[Any]:
-    if type(content) is list:
-        return content
-    return [{"type": "text", "text": _plain(content)}]
-
-
-def _plain(content: Any) -> str:
-    return content if type(content) is str else as_text(content)

@@ -13,7 +13,7 @@ from typing import Any
 
 from proxy.core.chat.messages import History, Message, tool_calls_of
 from proxy.core.chat.rules import views
-from proxy.core.chat.rules.blocks import is_empty
+from proxy.core.chat.rules.text import is_empty
 from proxy.core.providers import Provider, provider_of
 from proxy.core.rule import Hit, Params, rule
 

@@ -10,8 +10,8 @@ import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
-from itertools import chain
 
+from proxy.core.chat import fast
 from proxy.core.chat.messages import History, Message, call_id, tool_calls_of
 from proxy.core.chat.rules import views
 from proxy.core.providers import model_matches, model_of, provider_of
@@ -44,7 +44,7 @@ def too_many_tool_calls(history: History, params: Params) -> list[Hit]:
     if not limit:
         return []
     try:
-        if max(map(len, history.index.call_lists), default=0) <= limit:
+        if fast.longest(history.index.call_lists) <= limit:
             return []
     except TypeError:
         pass
@@ -175,9 +175,9 @@ def _all_ids_fit(history: History, params: Params) -> bool:
         return False
     max_length, pattern, _ = _id_format(params)
     try:
-        if max(map(len, ids), default=0) > max_length:
+        if fast.longest(ids) > max_length:
             return False
-        return pattern is None or all(map(pattern.fullmatch, ids))
+        return pattern is None or fast.all_match(pattern, ids)
     except TypeError:  # an id that is no string: the exact scan skips it
         return False
 
@@ -236,7 +236,11 @@ def _new_id(old: str, salt: int, params: Params) -> str | None:
     longest = min(len(digest), _id_format(params)[0])
     short = (form[:size] for size in range(longest, 0, -1) for form in (digest, letters))
     prefixed = (f"call_{digest[:24]}", f"call_{digest[: max(longest - 5, 8)]}")
-    return next(filter(_id_check(params), chain(prefixed, short)), None)
+    fits = _id_check(params)
+    for candidate in (*prefixed, *short):
+        if fits(candidate):
+            return candidate
+    return None
 
 
 @tool_call_id_format.repair("remap")

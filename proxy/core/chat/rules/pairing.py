@@ -10,15 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from proxy.core.chat import fast
 from proxy.core.chat.messages import History, Message, call_id, function_name, stable_id
-from proxy.core.chat.rules.blocks import (
-    analyse,
-    block_end,
-    calls_of,
-    is_empty,
-    result_id,
-    well_paired,
-)
+from proxy.core.chat.rules.blocks import analyse, block_end, calls_of, result_id, well_paired
 from proxy.core.chat.rules.duplicates import duplicate_tool_call_id
 from proxy.core.chat.rules.rebuild import (
     MISSING_TEXT,
@@ -29,6 +23,7 @@ from proxy.core.chat.rules.rebuild import (
     salvage_message,
     tool_runs,
 )
+from proxy.core.chat.rules.text import is_empty
 from proxy.core.providers import provider_of
 from proxy.core.rule import Hit, Params, rule
 
@@ -92,7 +87,7 @@ def duplicate_tool_result(history: History, params: Params) -> list[Hit]:
     if well_paired(history):
         return []
     pairing = analyse(history)
-    if max(map(len, pairing.results.values()), default=0) <= 1:
+    if fast.longest(pairing.results.values()) <= 1:
         return []  # one result per call at most (every call's capacity is at least one)
     keep_first = params.get("repair") == "keep_first"
     hits: list[Hit] = []

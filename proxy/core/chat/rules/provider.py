@@ -10,18 +10,15 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
+from proxy.core.chat import fast
 from proxy.core.chat.messages import History, Message, call_id, function_name, tool_calls_of
 from proxy.core.providers import model_matches, model_of, provider_of, switch
 from proxy.core.rule import Hit, Params, rule
 
 #: Google's documented dummy signature: "skip_thought_signature_validator" skips validation (G3).
 DUMMY_SIGNATURE = "skip_thought_signature_validator"
-
-_NAME = itemgetter("name")
 
 
 @rule(
@@ -55,13 +52,8 @@ def tool_message_name(history: History, params: Params) -> list[Hit]:
     globs = params.get("models") or provider_of(params).tool_name_models
     if globs and not model_matches(model_of(history.request), globs):
         return []
-    try:
-        names = list(map(_NAME, index.tool_messages))
-        "".join(names)  # raises TypeError unless every name is a string
-        if "" not in names:
-            return []
-    except (KeyError, TypeError):
-        pass
+    if fast.filled_strings(fast.gets(index.tool_messages, "name")):
+        return []
     need = [i for i in index.tools if not _named(messages[i])]
     return _name_hits(history, need) if need else []
 
@@ -137,7 +129,7 @@ def missing_reasoning_content(history: History, params: Params) -> list[Hit]:
     is left alone. A missing or null field is a hit; the ``add`` repair sets it to ``""``, the
     value clients use when the reasoning is lost (D6, obsidian-yolo PR#243).
     """
-    if None not in map(dict.get, history.index.caller_messages, repeat("reasoning_content")):
+    if None not in fast.gets(history.index.caller_messages, "reasoning_content"):
         return []
     if not _thinking(history, params):
         return []

@@ -14,7 +14,8 @@ from heapq import merge
 from typing import Any
 
 from proxy.core.chat.messages import History, Message, call_id
-from proxy.core.chat.rules.blocks import as_text, block_end, calls_of, result_id
+from proxy.core.chat.rules.blocks import block_end, calls_of, result_id
+from proxy.core.chat.rules.text import as_text
 from proxy.core.providers import Provider
 from proxy.core.rule import Hit
 

@@ -7,19 +7,18 @@ They run after pairing, on a history whose call blocks are whole, and never spli
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
-from operator import itemgetter, sub
 
-from proxy.core.chat.messages import History, Message, at
+from proxy.core.chat import fast
+from proxy.core.chat.messages import History, Message
 from proxy.core.chat.rules import views
-from proxy.core.chat.rules.blocks import calls_of, is_empty, join_contents
+from proxy.core.chat.rules.blocks import calls_of
+from proxy.core.chat.rules.text import is_empty, join_contents
 from proxy.core.providers import model_matches, model_of, provider_of
 from proxy.core.rule import Hit, Params, rule
 
 Entries = list[tuple[Message, int | None]]
 
 CONTINUE_TEXT = "Continue."
-_ROLE = itemgetter("role")
 _TURN_SEPARATOR = "\n\n"
 
 
@@ -117,8 +116,7 @@ def _turns_in_order(history: History) -> bool:
     callers = index.callers
     if not callers or not index.regular or [] in index.call_lists or callers[0] == 0:
         return not callers
-    before = list(map(_ROLE, at(history.messages, list(map(sub, callers, repeat(1))))))
-    return before.count("user") + before.count("tool") == len(before)
+    return fast.only(fast.roles_before(history.messages, callers), ("user", "tool"))
 
 
 @function_call_turn_order.repair("merge")

@@ -11,32 +11,11 @@ view reads: the detectors then fall back to their exact per-message scans, which
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import is_, itemgetter
 from typing import Any
 
-from proxy.core.chat.messages import History, Message, at
-
-_ROLE = itemgetter("role")
-_ID = itemgetter("id")
-_FUNCTION = itemgetter("function")
-_ARGUMENTS = itemgetter("arguments")
-
-
-@dataclass(frozen=True, slots=True)
-class CallFacts:
-    """What one pass over every call of a regular history found, when every call is well formed.
-
-    Well formed: an object with a non-empty string ``id``, a string ``type`` and a ``function``
-    object with a non-empty string ``name`` and an ``arguments`` key.
-    """
-
-    ids: list[str]  # the id of every call, in order
-    spots: list[int]  # where each call's result sits when results follow their calls in order
-    arguments: list[Any]  # the ``function.arguments`` of every call, in order
-    string_arguments: bool  # every one of them is a string
-    plain: bool  # no call has keys beyond id, type, function, no function beyond name, arguments
+from proxy.core.chat import fast
+from proxy.core.chat.index import CallFacts
+from proxy.core.chat.messages import History, Message
 
 
 def call_facts(history: History) -> CallFacts | None:
@@ -111,7 +90,7 @@ def function_keys(history: History) -> frozenset[Any] | None:
 def _call_ids(history: History) -> list[Any] | None:
     calls = history.index.calls
     try:
-        return None if calls is None else list(map(_ID, calls))
+        return None if calls is None else fast.values(calls, "id")
     except (KeyError, TypeError):  # a call that is no object, or has no id
         return None
 
@@ -121,19 +100,13 @@ def _string_ids(history: History) -> list[str] | None:
     if facts is not None:
         return facts.ids
     ids = call_ids(history)
-    if ids is None:
-        return None
-    try:
-        "".join(ids)  # raises TypeError unless every id is a string
-    except TypeError:
-        return None
-    return None if "" in ids else ids
+    return ids if ids is not None and fast.filled_strings(ids) else None
 
 
 def _functions(history: History) -> list[Any] | None:
     calls = history.index.calls
     try:
-        return None if calls is None else list(map(_FUNCTION, calls))
+        return None if calls is None else fast.values(calls, "function")
     except (KeyError, TypeError):
         return None
 
@@ -141,7 +114,7 @@ def _functions(history: History) -> list[Any] | None:
 def _arguments(history: History) -> list[Any] | None:
     found = functions(history)
     try:
-        return None if found is None else list(map(_ARGUMENTS, found))
+        return None if found is None else fast.values(found, "arguments")
     except (KeyError, TypeError):
         return None
 
@@ -149,13 +122,13 @@ def _arguments(history: History) -> list[Any] | None:
 def _call_keys(history: History) -> frozenset[str] | None:
     if call_ids(history) is None:
         return None  # some call is no object: the union of its items would mean nothing
-    return frozenset().union(*history.index.calls or ())
+    return fast.union(history.index.calls or ())
 
 
 def _function_keys(history: History) -> frozenset[Any] | None:
     found = functions(history)
     try:
-        return None if found is None else frozenset().union(*found)
+        return None if found is None else fast.union(found)
     except TypeError:  # a function that is not iterable
         return None
 
@@ -183,19 +156,19 @@ def odd_messages(history: History) -> Sequence[Message]:
 
 
 def _odd_messages(history: History) -> Sequence[Message]:
-    return at(history.messages, history.index.odd_content)
+    return fast.at(history.messages, history.index.odd_content)
 
 
 def _odd_contents(history: History) -> list[Any]:
-    return list(map(dict.get, odd_messages(history), repeat("content")))
+    return fast.gets(odd_messages(history), "content")
 
 
 def _odd_roles(history: History) -> list[str]:
-    return list(map(_ROLE, odd_messages(history)))
+    return fast.values(odd_messages(history), "role")
 
 
 def _odd_types(history: History) -> frozenset[type]:
-    return frozenset(map(type, odd_contents(history)))
+    return fast.types(odd_contents(history))
 
 
 def odd_only_on_call_turns(history: History) -> bool:
@@ -217,5 +190,5 @@ def nulls_only_on_call_turns(history: History) -> bool:
         return True
     if not index.regular or [] in index.call_lists:
         return False
-    nulls = compress(index.odd_content, map(is_, odd_contents(history), repeat(None)))
+    nulls = fast.where_none(index.odd_content, odd_contents(history))
     return set(index.callers).issuperset(nulls)

@@ -1,0 +1,154 @@
+"""What one pass over a chat history learns (:class:`Index`), and what one pass over its calls
+finds (:class:`CallFacts`): the views the rules share, so that they skip clean histories cheaply.
+
+Pure, and independent of :class:`~proxy.core.chat.messages.History`: the history builds its
+index, the views (:mod:`proxy.core.chat.rules.views`) compute the call facts, and an edit
+carries both over (:mod:`proxy.core.chat.splice`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.core.chat import fast
+from proxy.core.chat.fast import cached
+
+Message = dict[str, Any]
+
+
+class Index:
+    """What one pass over a history learns, so that rules skip clean histories cheaply.
+
+    The pass groups the messages by role and notes the positions of the ``tools`` (role
+    ``tool``), of the ``callers`` (other messages with a ``tool_calls`` key) and of the messages
+    with ``odd_content`` (missing, null, empty or not a string). The rest is computed on first
+    use, over those groups with the speed layer (:mod:`proxy.core.chat.fast`), so that the fast
+    paths of a clean history pay only for what they ask, and share it.
+    """
+
+    def __init__(self, messages: list[Message]) -> None:
+        assistant: list[int] = []
+        user: list[int] = []
+        other: defaultdict[str, list[int]] = defaultdict(list)
+        tools: list[int] = []
+        callers: list[int] = []
+        odd: list[int] = []
+        # The one Python-level loop over every message: keep its body minimal. The usual roles
+        # are told apart by comparison: a role fresh from the JSON parser has no cached hash,
+        # and hashing one per message costs more than comparing it with a literal or two.
+        for i, message in enumerate(messages):
+            role = message["role"]
+            if role == "tool":
+                tools.append(i)
+            else:
+                if role == "assistant":
+                    assistant.append(i)
+                elif role == "user":
+                    user.append(i)
+                else:
+                    other[role].append(i)
+                if "tool_calls" in message:
+                    callers.append(i)
+            content = message.get("content")
+            if type(content) is not str or not content:
+                odd.append(i)
+        self._set(messages, {"tool": tools, "assistant": assistant, "user": user, **other})
+        self.callers = callers
+        self.odd_content = odd
+
+    def _set(
+        self, messages: list[Message], positions: dict[str, list[int]], kept: Index | None = None
+    ) -> None:
+        """The groups by role, from each role's positions (tool, assistant, user, then the
+        others in order of first appearance); a group whose positions are ``kept``'s very list
+        is ``kept``'s group (an edit left those messages alone)."""
+        self.messages = messages
+        #: Where each role's messages are, in order (roles with none left out).
+        self.positions: Mapping[str, list[int]] = {r: p for r, p in positions.items() if p}
+        old = kept.positions if kept is not None else {}
+        self.by_role: Mapping[str, Sequence[Message]] = {
+            role: kept.by_role[role]
+            if kept is not None and old.get(role) is where
+            else fast.at(messages, where)
+            for role, where in self.positions.items()
+        }
+        self.roles = frozenset(self.by_role)
+        self.tools = positions["tool"]
+
+    @classmethod
+    def of_parts(
+        cls,
+        messages: list[Message],
+        positions: dict[str, list[int]],
+        callers: list[int],
+        odd_content: list[int],
+        kept: Index | None = None,
+    ) -> Index:
+        """The index whose pass over ``messages`` would have found these positions (a history
+        edited from an indexed one: :mod:`proxy.core.chat.splice`); groups whose positions are
+        the very lists of ``kept`` share its messages."""
+        index = cls.__new__(cls)
+        index._set(messages, positions, kept)
+        index.callers = callers
+        index.odd_content = odd_content
+        return index
+
+    def memoized(self, name: str) -> tuple[bool, Any]:
+        """Whether the view ``name`` was computed, and what it found."""
+        return cached.known(self, name)
+
+    def seed(self, name: str, value: Any) -> None:
+        """Give the view ``name`` its value (an edit carrying it over)."""
+        cached.seed(self, name, value)
+
+    @cached
+    def keys(self) -> Mapping[str, frozenset[str]]:
+        """The union of the message keys, per role."""
+        return {role: fast.union(group) for role, group in self.by_role.items()}
+
+    @property
+    def tool_messages(self) -> Sequence[Message]:
+        return self.by_role.get("tool", ())
+
+    @cached
+    def caller_messages(self) -> Sequence[Message]:
+        return fast.at(self.messages, self.callers)
+
+    @cached
+    def call_lists(self) -> list[Any]:
+        """The ``tool_calls`` value of every caller, whatever its type."""
+        return fast.values(self.caller_messages, "tool_calls")
+
+    @cached
+    def regular(self) -> bool:
+        """Whether every caller is an assistant message whose ``tool_calls`` is a list.
+
+        Fast paths over the calls need a regular history and leave the rare others to their
+        exact per-message scans.
+        """
+        roles = fast.values(self.caller_messages, "role")
+        return fast.types(self.call_lists) <= {list} and fast.only(roles, ("assistant",))
+
+    @cached
+    def calls(self) -> list[Any] | None:
+        """Every entry of every ``tool_calls`` list in history order; None unless regular."""
+        return fast.flatten(self.call_lists) if self.regular else None
+
+
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """What one pass over every call of a regular history found, when every call is well formed
+    (computed by :func:`proxy.core.chat.rules.views.call_facts`).
+
+    Well formed: an object with a non-empty string ``id``, a string ``type`` and a ``function``
+    object with a non-empty string ``name`` and an ``arguments`` key.
+    """
+
+    ids: list[str]  # the id of every call, in order
+    spots: list[int]  # where each call's result sits when results follow their calls in order
+    arguments: list[Any]  # the ``function.arguments`` of every call, in order
+    string_arguments: bool  # every one of them is a string
+    plain: bool  # no call has keys beyond id, type, function, no function beyond name, arguments
