@@ -53,6 +53,14 @@ class cached(Generic[T]):
         """Give ``owner``'s cached view ``name`` its value without computing it."""
         owner.__dict__[name] = value
 
+    @staticmethod
+    def carry(source: object, target: object, names: Iterable[str]) -> None:
+        """Give ``target`` the cached views ``names`` that ``source`` computed."""
+        found, into = source.__dict__, target.__dict__
+        for name in names:
+            if name in found:
+                into[name] = found[name]
+
 
 def at(items: list[Any], positions: list[int]) -> Sequence[Any]:
     """``items[p]`` for each of ``positions``, in order (itemgetter of one index is no tuple)."""
@@ -69,6 +77,20 @@ def values(items: Iterable[Any], key: str) -> list[Any]:
 def gets(messages: Iterable[dict[str, Any]], key: str) -> list[Any]:
     """``message.get(key)`` of each message (None where it is missing)."""
     return list(map(dict.get, messages, repeat(key)))
+
+
+def filled(messages: Iterable[dict[str, Any]], key: str) -> bool:
+    """Whether every message has a non-empty string at ``key`` (a message without one stops
+    the look at once)."""
+    try:
+        return filled_strings(values(messages, key))
+    except KeyError:
+        return False
+
+
+def lacking(messages: Iterable[dict[str, Any]], key: str) -> bool:
+    """Whether some message has no ``key`` or a null one (the first such stops the look)."""
+    return None in map(dict.get, messages, repeat(key))
 
 
 def union(items: Iterable[Iterable[Any]]) -> frozenset[Any]:
@@ -114,11 +136,6 @@ def owners(callers: list[int], call_lists: list[list[Any]]) -> list[int]:
     if counts.count(1) == len(counts):
         return callers
     return list(chain.from_iterable(map(repeat, callers, counts)))
-
-
-def openers(callers: list[int], call_lists: list[list[Any]]) -> set[int]:
-    """The callers whose call list is not empty."""
-    return set(compress(callers, map(len, call_lists)))
 
 
 def offsets(lists: Iterable[Sized]) -> list[int]:

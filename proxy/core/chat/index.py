@@ -96,14 +96,6 @@ class Index:
         index.odd_content = odd_content
         return index
 
-    def memoized(self, name: str) -> tuple[bool, Any]:
-        """Whether the view ``name`` was computed, and what it found."""
-        return cached.known(self, name)
-
-    def seed(self, name: str, value: Any) -> None:
-        """Give the view ``name`` its value (an edit carrying it over)."""
-        cached.seed(self, name, value)
-
     @cached
     def keys(self) -> Mapping[str, frozenset[str]]:
         """The union of the message keys, per role."""

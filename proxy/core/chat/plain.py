@@ -31,6 +31,14 @@ def gets(messages: Iterable[dict[str, Any]], key: str) -> list[Any]:
     return [message.get(key) for message in messages]
 
 
+def filled(messages: Iterable[dict[str, Any]], key: str) -> bool:
+    return all(isinstance(message.get(key), str) and message[key] != "" for message in messages)
+
+
+def lacking(messages: Iterable[dict[str, Any]], key: str) -> bool:
+    return any(message.get(key) is None for message in messages)
+
+
 def union(items: Iterable[Iterable[Any]]) -> frozenset[Any]:
     found: set[Any] = set()
     for item in items:
@@ -62,10 +70,6 @@ def spots(callers: list[int], call_lists: list[list[Any]]) -> list[int]:
 
 def owners(callers: list[int], call_lists: list[list[Any]]) -> list[int]:
     return [c for c, calls in zip(callers, call_lists, strict=True) for _ in calls]
-
-
-def openers(callers: list[int], call_lists: list[list[Any]]) -> set[int]:
-    return {c for c, calls in zip(callers, call_lists, strict=True) if len(calls)}
 
 
 def offsets(lists: Iterable[Sized]) -> list[int]:

@@ -21,6 +21,7 @@ from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
 
 from proxy.core.chat import fast
+from proxy.core.chat.fast import cached
 from proxy.core.chat.index import CallFacts, Index, Message
 from proxy.core.history import CopyOnWrite
 
@@ -62,12 +63,9 @@ def carry(index: Index, old: CopyOnWrite, new: CopyOnWrite, runs: Sequence[Run])
 def _carry_views(index: Index, spliced: Index, same_callers: bool) -> None:
     """The cached views of ``index`` that hold for ``spliced`` too."""
     if same_callers:
-        for name in _CALLER_VIEWS:
-            known, view = index.memoized(name)
-            if known:
-                spliced.seed(name, view)
-    if index.memoized("keys")[0]:
-        spliced.seed("keys", _keys(index, spliced))
+        cached.carry(index, spliced, _CALLER_VIEWS)
+    if cached.known(index, "keys")[0]:
+        cached.seed(spliced, "keys", _keys(index, spliced))
 
 
 def _seed(old: CopyOnWrite, new: CopyOnWrite, names: Sequence[str]) -> None:

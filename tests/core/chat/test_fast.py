@@ -104,6 +104,8 @@ ARGUMENTS: dict[str, Callable[[list[Message], st.DrawFn], Args]] = {
     "at": lambda m, draw: [(m, p) for p in _positions(m, draw)],
     "values": _values,
     "gets": lambda m, draw: [(m, draw(st.sampled_from(KEYS)))],
+    "filled": lambda m, draw: [(m, draw(st.sampled_from(KEYS)))],
+    "lacking": lambda m, draw: [(m, draw(st.sampled_from(KEYS)))],
     "union": lambda m, draw: [(items,) for items in (m, _calls(m), _functions(m), *_lists(m))],
     "types": lambda m, draw: [(items,) for items in _lists(m)],
     "only": _only,
@@ -111,7 +113,6 @@ ARGUMENTS: dict[str, Callable[[list[Message], st.DrawFn], Args]] = {
     "roles_before": lambda m, draw: [(m, p) for p in _positions(m, draw)],
     "spots": _by_caller,
     "owners": _by_caller,
-    "openers": _by_caller,
     "offsets": lambda m, draw: [(items,) for items in _lists(m)],
     "longest": lambda m, draw: [(items,) for items in _lists(m)],
     "filled_strings": _filled,
@@ -180,3 +181,7 @@ def test_cached_is_cached_property_without_its_lock(value: list[Any]) -> None:
     assert fast.cached.known(mine, "view") == (True, value)
     fast.cached.seed(mine, "view", [1])
     assert mine.view == [1]
+    other = Fast()
+    fast.cached.carry(mine, other, ["view", "absent"])
+    assert fast.cached.known(other, "view") == (True, [1])
+    assert fast.cached.known(other, "absent") == (False, None)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.core.chat import splice
+from proxy.core.chat.fast import cached
 from proxy.core.chat.messages import History
 from proxy.core.chat.rules import views
 from proxy.core.engine import sanitize
@@ -41,7 +42,7 @@ def assert_fresh(new: History) -> None:
     for role, group in carried.by_role.items():
         assert list(group) == list(index.by_role[role]), f"by_role[{role!r}] differs"
     for name in ("keys", *splice._CALLER_VIEWS):
-        known, view = carried.memoized(name)
+        known, view = cached.known(carried, name)
         if known:
             assert _same(view, getattr(index, name)), f"carried {name} differs"
     known, facts = new.memoized("call_facts")

@@ -224,7 +224,7 @@ def _calls_into(pairing: Pairing, history: History) -> tuple[set[int], list[int]
         owners = fast.owners(index.callers, index.call_lists)  # read only
         pairing.owner = dict(zip(facts.ids, owners, strict=True))
         pairing.capacity.update(dict.fromkeys(zip(owners, facts.ids, strict=True), 1))
-        return fast.openers(index.callers, index.call_lists), owners
+        return set(owners), owners  # the callers that make a call
     messages = history.messages
     calls_by_id, capacity = pairing.calls, pairing.capacity
     openers = set()

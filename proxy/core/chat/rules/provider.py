@@ -52,7 +52,7 @@ def tool_message_name(history: History, params: Params) -> list[Hit]:
     globs = params.get("models") or provider_of(params).tool_name_models
     if globs and not model_matches(model_of(history.request), globs):
         return []
-    if fast.filled_strings(fast.gets(index.tool_messages, "name")):
+    if fast.filled(index.tool_messages, "name"):
         return []
     need = [i for i in index.tools if not _named(messages[i])]
     return _name_hits(history, need) if need else []
@@ -129,7 +129,7 @@ def missing_reasoning_content(history: History, params: Params) -> list[Hit]:
     is left alone. A missing or null field is a hit; the ``add`` repair sets it to ``""``, the
     value clients use when the reasoning is lost (D6, obsidian-yolo PR#243).
     """
-    if None not in fast.gets(history.index.caller_messages, "reasoning_content"):
+    if not fast.lacking(history.index.caller_messages, "reasoning_content"):
         return []
     if not _thinking(history, params):
         return []
