@@ -21,10 +21,9 @@ from proxy.core.chat import splice
 from proxy.core.chat.fast import cached
 from proxy.core.chat.messages import History
 from proxy.core.chat.rules import views
-from proxy.core.engine import sanitize
 from proxy.core.policy import DIALECTS, build_policy
 from tests.factories import DIALECTS as BROKEN
-from tests.factories import broken_histories, histories
+from tests.factories import broken_histories, histories, sanitize_chat
 
 Message = dict[str, Any]
 CASES = Path(__file__).parents[2] / "cases"
@@ -195,13 +194,12 @@ def test_every_repair_of_a_broken_history_carries_fresh_views(
     preset: str, data: st.DataObject, checked_edits: list[History]
 ) -> None:
     messages = data.draw(broken_histories(data.draw(st.sampled_from(BROKEN))))
-    sanitize(History(messages, request={"model": "m"}), build_policy(preset), "chat")
+    sanitize_chat(messages, build_policy(preset), {"model": "m"})
 
 
 def test_every_repair_of_a_golden_case_carries_fresh_views(checked_edits: list[History]) -> None:
     cases = [case for file in sorted(CASES.glob("*.json")) for case in json.loads(file.read_text())]
     for case in cases:
         policy = build_policy(case["policy"], overrides=case.get("overrides"))
-        request = {**case.get("request", {}), "messages": case["input"]}
-        sanitize(History(case["input"], request=request), policy, "chat")
+        sanitize_chat(case["input"], policy, case.get("request", {}))
     assert len(checked_edits) > 20, "the pairing repairs' edits went unchecked"
