@@ -73,7 +73,6 @@ def _not_a_string(arguments: Any) -> str | None:
 
 
 @rule(
-    "arguments_not_string",
     tools_only=True,
     hint="Send function.arguments as a JSON-encoded string (json.dumps the arguments object; "
     '"{}" when there are none).',
@@ -154,7 +153,6 @@ def _not_an_object(arguments: Any) -> str | None:
 
 
 @rule(
-    "arguments_invalid_json",
     tools_only=True,
     hint="Keep function.arguments a complete JSON object (text that is not one goes wrapped as "
     '{"raw_arguments": ...}); don\'t persist truncated tool calls.',
@@ -191,7 +189,6 @@ def _empty_arguments(history: History, hits: Sequence[Hit], params: Params) -> H
 
 
 @rule(
-    "empty_tool_calls",
     tools_only=True,
     hint="Omit 'tool_calls' on messages that make no tool call.",
 )

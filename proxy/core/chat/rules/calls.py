@@ -159,7 +159,6 @@ def _bind_results(messages: list[Message], i: int, minted: list[str]) -> list[Hi
 
 
 @rule(
-    "tool_call_shape",
     tools_only=True,
     hint="Send each tool call as {'id', 'type': 'function', 'function': {'name', 'arguments'}}, "
     "without streaming leftovers such as 'index'.",

@@ -34,7 +34,6 @@ def _is_image(part: Any) -> bool:
 
 
 @rule(
-    "image_outside_user",
     hint="Send images in user messages only; tool and assistant messages carry text.",
 )
 def image_outside_user(history: History, params: Params) -> list[Hit]:
@@ -101,7 +100,6 @@ def _kind(message: Message, provider: Provider) -> str:
 
 
 @rule(
-    "content_null",
     hint="Leave 'content' out where the upstream takes that (a tool-call turn); elsewhere send it "
     'as a string ("" when there is nothing to say).',
 )
@@ -163,7 +161,6 @@ def _fix_null(history: History, hits: Sequence[Hit], params: Params) -> History:
 
 
 @rule(
-    "empty_text",
     hint="Send some text where content or a text part would be empty (a placeholder such as "
     "'(empty)' for an empty tool result).",
     params={"text": "(empty)"},
@@ -222,7 +219,6 @@ def _placeholder(history: History, hits: Sequence[Hit], params: Params) -> Histo
 
 
 @rule(
-    "empty_system_message",
     hint="Leave out a system message that has nothing to say.",
 )
 def empty_system_message(history: History, params: Params) -> list[Hit]:

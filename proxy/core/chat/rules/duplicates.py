@@ -19,7 +19,6 @@ from proxy.core.rule import Hit, Params, rule
 
 
 @rule(
-    "duplicate_tool_call_id",
     tools_only=True,
     hint="Give every tool call its own id, unique across the whole history.",
 )

@@ -25,7 +25,6 @@ PART_FIELDS: dict[str, frozenset[str]] = {
 
 
 @rule(
-    "unknown_message_field",
     hint="Send only the fields the upstream accepts; drop client bookkeeping from messages.",
     params={"allow_extra": []},
 )

@@ -19,7 +19,6 @@ from proxy.core.rule import BadParam, Hit, Params, rule
 
 
 @rule(
-    "too_many_tool_calls",
     tools_only=True,
     hint="Send at most as many tool calls in one assistant message as the upstream takes (OpenAI: "
     "128); split bigger steps into successive assistant messages.",
@@ -125,7 +124,6 @@ def _check_pattern(params: Params) -> None:
 
 
 @rule(
-    "tool_call_id_format",
     tools_only=True,
     hint="Use tool call ids of at most 40 characters (or the upstream's id pattern).",
     params={"max_length": 0, "pattern": ""},

@@ -33,7 +33,6 @@ _NAMED = ("expected", "required")  # tool_name values: the proxy's own tool mess
 
 
 @rule(
-    "misplaced_tool_result",
     tools_only=True,
     hint="Send each tool message right after the assistant message whose 'tool_calls' it answers.",
 )
@@ -71,7 +70,6 @@ def _move(history: History, hits: Sequence[Hit], params: Params) -> History:
 
 
 @rule(
-    "duplicate_tool_result",
     tools_only=True,
     hint="Send exactly one tool message per tool call.",
 )
@@ -124,7 +122,6 @@ duplicate_tool_result.repair("keep_first")(_keep_last)
 
 
 @rule(
-    "orphan_tool_result",
     tools_only=True,
     hint="Keep the assistant message with 'tool_calls' (and its 'id's) that each tool result "
     "answers and trim histories at whole call blocks; a result whose call is lost can only go on "
@@ -212,7 +209,6 @@ def _restore(history: History, hits: Sequence[Hit], params: Params) -> History:
 
 
 @rule(
-    "missing_tool_result",
     tools_only=True,
     hint="Answer every tool call with a tool message before the next non-tool message.",
     params={"text": MISSING_TEXT},

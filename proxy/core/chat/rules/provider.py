@@ -22,7 +22,6 @@ DUMMY_SIGNATURE = "skip_thought_signature_validator"
 
 
 @rule(
-    "tool_message_name",
     tools_only=True,
     hint="Send the called function's name as 'name' on tool messages (or none, per upstream).",
     params={"models": []},
@@ -110,7 +109,6 @@ def _thinking(history: History, params: Params) -> bool:
 
 
 @rule(
-    "missing_reasoning_content",
     tools_only=True,
     hint="Pass each tool-call turn's 'reasoning_content' back to the API unchanged (\"\" when it "
     "was not kept).",
@@ -151,7 +149,6 @@ def _add_reasoning(history: History, hits: Sequence[Hit], params: Params) -> His
 
 
 @rule(
-    "thought_signature",
     tools_only=True,
     hint="Echo each tool call's extra_content.google.thought_signature back as Gemini sent it (a "
     "call Gemini did not make gets Google's 'skip_thought_signature_validator').",

@@ -18,7 +18,6 @@ REQUEST = -1
 
 
 @rule(
-    "tool_choice_without_tools",
     hint="Send 'tool_choice' only together with 'tools'.",
 )
 def tool_choice_without_tools(history: History, params: Params) -> list[Hit]:

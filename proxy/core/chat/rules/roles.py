@@ -10,7 +10,6 @@ from proxy.core.rule import Hit, Params, rule
 
 
 @rule(
-    "legacy_function_role",
     tools_only=True,
     hint="Send tool calls as assistant 'tool_calls' and results as role 'tool' messages.",
 )
@@ -110,7 +109,6 @@ def _rename_developer(history: History, hits: Sequence[Hit], params: Params) -> 
 
 
 @rule(
-    "unknown_role",
     hint="Use one of the roles system, developer, user, assistant, tool.",
 )
 def unknown_role(history: History, params: Params) -> list[Hit]:

@@ -41,7 +41,6 @@ def _plain_assistant(message: Message) -> bool:
 
 
 @rule(
-    "empty_assistant_message",
     hint="Leave out assistant messages that have neither content nor tool_calls.",
 )
 def empty_assistant_message(history: History, params: Params) -> list[Hit]:
@@ -80,7 +79,6 @@ def _drop_empty(history: History, hits: Sequence[Hit], params: Params) -> Histor
 
 
 @rule(
-    "function_call_turn_order",
     tools_only=True,
     hint="Put each assistant 'tool_calls' message right after a user message or tool results: "
     "join the assistant text before it into it, or send a short user turn first.",
@@ -159,7 +157,6 @@ def _kind(message: Message) -> str | None:
 
 
 @rule(
-    "consecutive_same_role",
     hint="Alternate user and assistant messages; join successive ones into one.",
     params={"separator": _TURN_SEPARATOR},
 )
@@ -210,7 +207,6 @@ BRIDGE_TEXT = "Tool results received."
 
 
 @rule(
-    "user_after_tool",
     hint="Put an assistant message between tool results and the next user message.",
     params={"text": BRIDGE_TEXT},
 )

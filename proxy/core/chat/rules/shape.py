@@ -32,7 +32,6 @@ def _parts_hit(i: int, content: list[Any], provider: Provider) -> Hit | None:
 
 
 @rule(
-    "tool_content_shape",
     tools_only=True,
     hint='Send tool results as a string: JSON-encode structured results, join text parts, "" '
     "when there is none.",
@@ -106,7 +105,6 @@ def _part_hit(i: int, parts: list[Any]) -> Hit:
 
 
 @rule(
-    "content_parts_unsupported",
     hint="Send content as a plain string to this upstream (its text parts joined), and images to "
     "one that reads them.",
 )
@@ -136,7 +134,6 @@ def _join_parts(history: History, hits: Sequence[Hit], params: Params) -> Histor
 
 
 @rule(
-    "content_object",
     hint="Send content as a string or an array of content parts, never as a bare object.",
 )
 def content_object(history: History, params: Params) -> list[Hit]:

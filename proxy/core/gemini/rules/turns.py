@@ -28,6 +28,13 @@ from proxy.core.rule import Hit, Params
 Entry = tuple[Item, int | None]
 
 
+def _call_turns(history: Contents, params: Params) -> list[int]:
+    """The positions of the call turns, where the endpoint pairs calls with responses."""
+    if not facts(params).pairs_calls:
+        return []
+    return [i for i in range(len(history)) if is_call_turn(history, i)]
+
+
 @rule(
     tools_only=True,
     hint="Send all function responses of a call turn in the one user content right after it, "
@@ -44,12 +51,8 @@ def gemini_split_responses(history: Contents, params: Params) -> list[Hit]:
     one: its responses first, in call order, then its other parts in order (gemini-cli's
     ``refineToolResponses`` order).
     """
-    if not facts(params).pairs_calls:
-        return []
     hits = []
-    for i in range(len(history)):
-        if not is_call_turn(history, i):
-            continue
+    for i in _call_turns(history, params):
         run = _user_run(history, i + 1)
         for k in run[1:]:
             if response_parts(history.messages[k]):
@@ -96,12 +99,8 @@ def gemini_call_turn_order(history: Contents, params: Params) -> list[Hit]:
     responses written as text (name, arguments, output) at the front of the next user
     content. No user prompt is made up.
     """
-    if not facts(params).pairs_calls:
-        return []
     hits = []
-    for i in range(len(history)):
-        if not is_call_turn(history, i):
-            continue
+    for i in _call_turns(history, params):
         if i == 0:
             hits.append(Hit(0, "", "function call turn first in contents", "start"))
         elif history.roles[i - 1] == "model":
