@@ -30,7 +30,7 @@ from proxy.errorshape import Shape
 from proxy.logs import quiet_incomplete_on_purpose
 from proxy.relay.aiohttp_engine import AiohttpRelay
 from proxy.relay.asgi import RESPONSE_STARTED, send_error
-from proxy.relay.base import Relay
+from proxy.relay.base import NOSNIFF, Relay
 from proxy.relay.httpx_engine import HttpxRelay
 from proxy.repairlog import RecordWriter, RepairLog, RepairLogUnavailable, open_repair_log
 from proxy.routing import split_target
@@ -111,8 +111,16 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
 
 
 def _marking(scope: Scope, send: Send) -> Send:
+    """``send`` marking the scope as the answer starts, and saying ``nosniff`` on every answer
+    of the FastAPI side (``/repairs``, ``/ui``, probes, metrics, its 404): a browser never
+    sniffs a record's text into HTML or script."""
+
     async def marked(message: Message) -> None:
-        scope[RESPONSE_STARTED] = True
+        if message["type"] == "http.response.start":
+            scope[RESPONSE_STARTED] = True
+            headers = message.get("headers", [])
+            if not any(name.lower() == NOSNIFF[0] for name, _ in headers):
+                message = {**message, "headers": [*headers, NOSNIFF]}
         await send(message)
 
     return marked

@@ -71,7 +71,9 @@ def render(
     """The one rendering of a proxy error: status, headers and the JSON body in ``shape``."""
     data = body(error, shape)
     length = (b"content-length", b"%d" % len(data))
-    return error.status, [(b"content-type", b"application/json"), length, *error.headers], data
+    # nosniff: a browser never sniffs the proxy's own error into a page or a script.
+    own = [(b"content-type", b"application/json"), length, (b"x-content-type-options", b"nosniff")]
+    return error.status, [*own, *error.headers], data
 
 
 class ConfigError(ValueError):

@@ -6,9 +6,10 @@ A browser the operator uses can reach a proxy on loopback: a page can rebind its
 the provider key it injects. Every request passes :meth:`BrowserGuard.refusal` first, before
 its body is read and before any key is checked:
 
-- ``Host`` on a loopback bind must be ``localhost``, ``127.0.0.1`` or ``[::1]`` (any port), a
-  name no page can rebind (another loopback address, ``*.localhost``, a name without a dot) or
-  a name in ``server.allowed_hosts``; beyond loopback, one of those when the list is set.
+- ``Host`` on a loopback bind must be ``localhost`` or a loopback literal (``127.0.0.1``,
+  ``127.0.0.2``, ``[::1]``; any port), or a name in ``server.allowed_hosts``; beyond loopback,
+  one of those when the list is set. Any other name can be rebound by a page, a dotless one
+  too (a search domain or a local resolver turns ``rebind`` into a name the page controls).
 - A browser's cross-origin request is refused: an ``Origin`` that is neither the request's own
   (scheme aside) nor in ``server.allowed_origins``, or ``Sec-Fetch-Site: cross-site`` without
   one (a plain link followed to a ``GET`` page, a navigation, still opens).
@@ -78,7 +79,7 @@ class BrowserGuard:
         if known is not None:
             return known
         name = host_name(value)
-        allowed = self.any_host or name in self.hosts or _never_rebound(name)
+        allowed = self.any_host or name in self.hosts or _loopback_literal(name)
         if len(self.seen) < _SEEN:  # clients send few; a flood of names is decided each time
             self.seen[value] = allowed
         return allowed
@@ -102,14 +103,11 @@ class BrowserGuard:
         return None
 
 
-def _never_rebound(name: str) -> bool:
-    """Names no web page can rebind: loopback addresses, ``*.localhost`` (RFC 6761) and
-    single-label names (``proxy``, ``testserver``: a page's rebound name is a registered public
-    one, so it has a dot)."""
-    if "." not in name and not name.startswith("["):
-        return True
-    if name.endswith(".localhost"):
-        return True
+def _loopback_literal(name: str) -> bool:
+    """A loopback address written as one (``127.0.0.2``, ``[::1]``): no DNS answer is asked,
+    so no page can rebind it. Names are not: a single-label one (``rebind``) resolves through
+    search domains and local resolvers a page can reach, and ``*.localhost`` is only as safe as
+    the resolver that honours RFC 6761."""
     try:
         return ipaddress.ip_address(name.strip("[]")).is_loopback
     except ValueError:
@@ -162,8 +160,8 @@ def _is_json(content_type: bytes | None) -> bool:
 def _host_refused(host: bytes) -> BrowserRefused:
     return BrowserRefused(
         f"Host {host.decode('latin-1')[:100]!r} is not served here: on a loopback bind only "
-        "localhost, 127.0.0.1 and [::1] are, plus the names in server.allowed_hosts "
-        "(a foreign name is how DNS rebinding reaches a local proxy).",
+        "localhost and loopback addresses (127.0.0.1, [::1]) are, plus the names in "
+        "server.allowed_hosts (any other name is how DNS rebinding reaches a local proxy).",
         code="host_not_allowed",
     )
 

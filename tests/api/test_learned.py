@@ -138,7 +138,7 @@ async def client(
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     store = LearnedStrips(clock=Clock())
     transport = httpx.ASGITransport(make_app(store))
-    async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         yield http, store
 
 
@@ -166,14 +166,14 @@ async def test_list_and_clear(client: tuple[httpx.AsyncClient, LearnedStrips]) -
 async def test_admin_auth_like_repairs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TOKEN_ENV, "s3cret")
     transport = httpx.ASGITransport(make_app(LearnedStrips()))
-    async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         assert (await http.get("/repairs/learned")).status_code == 401
         assert (await http.delete("/repairs/learned")).status_code == 401
         ok = await http.get("/repairs/learned", headers={"authorization": "Bearer s3cret"})
         assert ok.status_code == 200
     monkeypatch.delenv(TOKEN_ENV)
     transport = httpx.ASGITransport(make_app(LearnedStrips(), host="0.0.0.0"))
-    async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         assert (await http.get("/repairs/learned")).status_code == 403
 
 
@@ -181,7 +181,7 @@ async def test_admin_auth_like_repairs(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_without_a_store_it_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     transport = httpx.ASGITransport(make_app(None))
-    async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         answer = await http.get("/repairs/learned")
     assert answer.status_code == 503
     assert answer.json()["error"]["code"] == "learned_strips_unavailable"

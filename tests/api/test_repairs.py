@@ -57,7 +57,7 @@ async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[R
 def client_for() -> Callable[..., httpx.AsyncClient]:
     def build(log: RepairLog | None, settings: Settings | None = None) -> httpx.AsyncClient:
         app = make_app(log, settings or make_settings())
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://proxy")
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://localhost")
 
     return build
 
@@ -393,7 +393,7 @@ def test_no_input_gives_a_5xx(params: dict[str, str], record_id: str, backend: s
         app = make_app(log, make_settings())
         transport = httpx.ASGITransport(app)
         try:
-            async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as http:
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
                 responses = [
                     await http.get("/repairs", params=params),
                     await http.get("/repairs/stats", params=params),

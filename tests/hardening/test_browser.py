@@ -87,14 +87,27 @@ def test_a_rebound_name_never_reaches_the_upstream_with_the_key(
     assert upstream.requests == []
 
 
-@pytest.mark.parametrize(
-    "name", ["localhost", "127.0.0.1", "[::1]", "LOCALHOST", "127.0.0.2", "a.localhost", "proxy"]
-)
+@pytest.mark.parametrize("name", ["localhost", "127.0.0.1", "[::1]", "LOCALHOST", "127.0.0.2"])
 def test_names_no_page_can_rebind_are_served_with_any_port(
     keyed: Guard, http: httpx.Client, name: str
 ) -> None:
     for host in (name, f"{name}:{_port(keyed)}", f"{name}:1"):
         assert http.get(keyed.url + "/repairs", headers={"host": host}).status_code == 200
+
+
+@pytest.mark.parametrize("name", ["rebind", "proxy", "a.localhost", "127.0.0.1.evil.example"])
+def test_a_dotless_or_other_name_cannot_read_the_log_on_loopback(
+    keyed: Guard, http: httpx.Client, name: str
+) -> None:
+    """Issue 35 finding 4: a page reached by a dotless name (``rebind``) that resolves to
+    127.0.0.1 sends ``Host: rebind:PORT`` and an ``Origin`` to match: same origin to the browser,
+    so only the Host check stands between it and the log."""
+    host = f"{name}:{_port(keyed)}"
+    headers = {"host": host, "origin": f"http://{host}"}
+    for path in ("/repairs", "/repairs/stats", "/ui"):
+        answer = http.get(keyed.url + path, headers=headers)
+        assert answer.status_code == 403, (name, path)
+        assert _error(answer) == "host_not_allowed"
 
 
 def test_allowed_hosts_widen_the_loopback_names(
@@ -262,6 +275,30 @@ def test_an_upstream_error_page_is_never_sniffed(
     assert answer.status_code == 502
     assert answer.headers["content-type"] == "text/html"
     assert answer.headers.get_list("x-content-type-options") == ["nosniff"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/repairs",
+        "/repairs/stats",
+        "/repairs/nope",
+        "/repairs?limit=0",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/ui",
+        "/nowhere",
+        "/nowhere/v1/chat/completions",
+    ],
+)
+def test_every_answer_of_the_proxy_says_nosniff_once(
+    keyed: Guard, http: httpx.Client, path: str
+) -> None:
+    """Issue 35 finding 6: the proxy's own answers (records, probes, metrics, the viewer, its
+    404s and errors) are never sniffed into a page either."""
+    answer = http.get(keyed.url + path)
+    assert answer.headers.get_list("x-content-type-options") == ["nosniff"], answer.status_code
 
 
 def test_host_decisions_are_remembered_within_a_bound() -> None:

@@ -184,7 +184,7 @@ def in_process() -> Iterator[Post]:
         app = create_app(proxy_settings({"openai": "http://upstream/v1"}), transport=upstream)
         await stack.enter_async_context(app.router.lifespan_context(app))
         transport = httpx.ASGITransport(app)
-        client = httpx.AsyncClient(transport=transport, base_url="http://proxy", timeout=30)
+        client = httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=30)
         return await stack.enter_async_context(client)
 
     client = runner.run(start())
@@ -361,7 +361,7 @@ def limited() -> Iterator[Callable[[dict[str, int]], Post]]:
         settings_ = proxy_settings({"openai": "http://upstream/v1"}, server=server)
         app = create_app(settings_, transport=upstream)
         await stack.enter_async_context(app.router.lifespan_context(app))
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://proxy")
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://localhost")
         return await stack.enter_async_context(client)
 
     def build(server: dict[str, int]) -> Post:

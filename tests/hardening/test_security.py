@@ -200,7 +200,7 @@ def test_a_missing_client_key_is_refused_before_the_body_is_read(
     host, port = guard.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nhost: p\r\ncontent-length: 999\r\n\r\n"
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\ncontent-length: 999\r\n\r\n"
         )
         answer = sock.recv(65536)  # no body sent: the answer cannot have waited for it
     assert answer.startswith(b"HTTP/1.1 401 ")

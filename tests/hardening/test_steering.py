@@ -156,7 +156,7 @@ def test_hostile_request_ids_never_reach_a_log_line_or_record(
     guard = start_guard({"openai": emulator})
     body = chat(ORPHAN)
     request = (
-        b"POST /v1/chat/completions HTTP/1.1\r\nhost: p\r\nx-request-id: " + sent + b"\r\n"
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\nx-request-id: " + sent + b"\r\n"
         b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
         % len(body)
     ) + body
@@ -187,7 +187,7 @@ def test_a_hostile_path_cannot_forge_a_text_log_line(
 ) -> None:
     guard = start_guard({"openai": emulator})
     forged = b"/v1/models%0d%0a12:00:00.000%20INFO%20POST%20/v1/chat/completions%20200"
-    answer = raw_exchange(guard, b"GET " + forged + b" HTTP/1.1\r\nhost: p\r\n\r\n")
+    answer = raw_exchange(guard, b"GET " + forged + b" HTTP/1.1\r\nhost: localhost\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 ")
     eventually(lambda: any(getattr(r, "event", None) for r in lines.records), what="a log line")
     [line] = [r for r in lines.records if getattr(r, "event", None)]
