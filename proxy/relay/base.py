@@ -98,8 +98,16 @@ def connection_tokens(value: bytes) -> frozenset[bytes]:
 
 #: Response headers the proxy's own server sets (uvicorn's ``date`` and ``server``): the
 #: upstream's copies are dropped rather than sent twice; so is its ``x-content-type-options``,
-#: replaced by :data:`NOSNIFF`. (``access-control-*`` are dropped too.)
-RESPONSE_DROP = HOP_BY_HOP | {b"date", b"server", b"x-content-type-options"}
+#: replaced by :data:`NOSNIFF`. An upstream's cookies (``set-cookie``) are its session with
+#: the proxy's key, not the client's: a browser would keep them for the proxy's origin and
+#: send them to every other path it serves. (``access-control-*`` are dropped too.)
+RESPONSE_DROP = HOP_BY_HOP | {
+    b"date",
+    b"server",
+    b"x-content-type-options",
+    b"set-cookie",
+    b"set-cookie2",
+}
 #: Every relayed answer: a browser never sniffs an upstream's error page into HTML or script.
 NOSNIFF = (b"x-content-type-options", b"nosniff")
 

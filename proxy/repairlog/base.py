@@ -46,6 +46,7 @@ SCALAR_FIELDS = (
     "repeat_of",
     "repeats",
     "last_seen",
+    "owner",
 )
 SUMMARY_JSON_FIELDS = ("rules", "findings")
 BODY_FIELDS = ("upstream_error", "received", "forwarded", "attempts")
@@ -115,10 +116,22 @@ class RecordQuery:
     limit: int = DEFAULT_LIMIT
     cursor: str | None = None
     ending: str | None = None
+    #: Only the records this client key sent (its digest, :attr:`Record.owner`).
+    owner: str | None = None
     after: tuple[datetime, str] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        for name in ("upstream", "model", "outcome", "rule", "conversation", "cursor", "ending"):
+        names = (
+            "upstream",
+            "model",
+            "outcome",
+            "rule",
+            "conversation",
+            "cursor",
+            "ending",
+            "owner",
+        )
+        for name in names:
             value = getattr(self, name)
             if value is not None and "\x00" in value:
                 raise InvalidQuery(name, f"{name} must not contain NUL characters.")
@@ -142,6 +155,7 @@ class RecordQuery:
             ("model", self.model),
             ("outcome", self.outcome),
             ("ending", self.ending),
+            ("owner", self.owner),
         )
         return {name: value for name, value in pairs if value is not None}
 
@@ -179,6 +193,7 @@ def stored(record: Record) -> dict[str, Any]:
         "repeat_of": record.repeat_of,
         "repeats": record.repeats,
         "last_seen": None if record.last_seen is None else iso(record.last_seen),
+        "owner": record.owner,
         "rules": rule_counts(record.findings),
         "findings": record.findings,
         "upstream_error": record.upstream_error,
@@ -227,8 +242,9 @@ class RepairLog(Protocol):
     async def query(self, q: RecordQuery) -> tuple[list[dict[str, Any]], str | None]:
         """Summaries (no bodies), newest first, and the cursor of the next page."""
 
-    async def stats(self, since: datetime | None) -> dict[str, Any]:
-        """Counts by outcome, rule, upstream and upstream error kind (from ``since`` on)."""
+    async def stats(self, since: datetime | None, owner: str | None = None) -> dict[str, Any]:
+        """Counts by outcome, rule, upstream and upstream error kind (from ``since`` on; of
+        ``owner``'s records only, when given)."""
 
     async def delete(self, before: datetime) -> int:
         """Delete records created before ``before``; the number deleted."""
@@ -239,3 +255,7 @@ class RepairLog(Protocol):
 
     async def ping(self) -> None:
         """Return when the backend can be written; raise :class:`RepairLogUnavailable` if not."""
+
+    async def capture_key(self) -> bytes:
+        """The log's own secret keying the digests of ``capture = "redacted"``: made once, on
+        first use, and kept in the log (every process writing it shares it)."""

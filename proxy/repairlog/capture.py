@@ -1,14 +1,19 @@
 """What of a request body is stored: ``repair_log.capture = full | redacted | none``.
 
-- ``full``: the bodies as they are (minus any top-level credential field, see
-  :data:`SECRET_KEYS`).
-- ``redacted``: every string becomes ``{"length": n, "sha256": hex}`` except roles, ids, types
-  and the model when they look like identifiers: what was changed stays visible, what was said
-  does not. Names (a person's, a tool's) are text too; a key the wire APIs do not define (a
+- ``full``: the bodies as they are, minus every field that holds a credential by its name, at
+  any depth (:mod:`proxy.repairlog.credentials`; every mode drops them first).
+- ``redacted``: every string becomes ``{"length": n, "hmac_sha256": hex}`` except roles, ids,
+  types and the model when they look like identifiers: what was changed stays visible, what was
+  said does not. Names (a person's, a tool's) are text too; a key the wire APIs do not define (a
   client's extra field, a JSON schema's property name) is stored as a digest
   (:mod:`proxy.repairlog.vocabulary`).
 - ``none``: structure only: the model, the stream flag, and per item its role, type and ids
   (with those of chat's tool calls and of Messages' content blocks).
+
+Digests are keyed (HMAC-SHA-256 with the log's own secret, :class:`Digests`): a plain hash of a
+short value (a yes, a name, a port) would fall to a dictionary; one keyed with a secret the
+reader of the records never sees does not. The same value gives the same digest in one log, so
+two records can still be compared.
 
 The upstream's error body is kept in full mode (bounded by ``max_error_body_bytes``): it is
 what the provider said, and it is what explains an ``upstream_rejected`` record. Upstreams echo
@@ -20,6 +25,7 @@ body) but not their details, which quote the request.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,11 +33,10 @@ from typing import Any
 from proxy.core.forward import found_at
 from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.conversation import conversation_key
+from proxy.repairlog.credentials import without_credentials
 from proxy.repairlog.record import Record, copied
 from proxy.repairlog.vocabulary import stored_key, stored_path
 
-#: Top-level body fields that can carry a credential; never stored.
-SECRET_KEYS = frozenset({"api_key", "apikey", "api-key", "authorization", "x-api-key", "key"})
 #: Strings kept verbatim in redacted mode (identifiers, not text) ...
 KEPT = frozenset({"role", "id", "tool_call_id", "type", "model", "object"})
 #: ... when they look like one: a client can put any text in a ``type`` or an id.
@@ -40,27 +45,60 @@ IDENTIFIER = re.compile(r"[\w.:/@+-]{1,256}", re.ASCII)
 REDACTED = "[redacted]"
 
 
-def apply_capture(record: Record, mode: str, max_error_bytes: int) -> Record:
+class Digests:
+    """Keyed digests of a log's client strings: HMAC-SHA-256 under the log's secret ``key``."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) < 16:
+            raise ValueError("a capture key has at least 16 bytes")
+        self._base = hmac.new(key, digestmod=hashlib.sha256)  # copied per value: keyed once
+
+    def hex(self, text: str) -> str:
+        mac = self._base.copy()
+        mac.update(text.encode("utf-8", "surrogatepass"))
+        return mac.hexdigest()
+
+    def text(self, text: str) -> dict[str, Any]:
+        """The redacted form of a string: its length and keyed digest."""
+        return {"length": len(text), "hmac_sha256": self.hex(text)}
+
+    def key(self, key: str) -> str:
+        """A body key as stored when it is no key of the APIs: ``#`` and 16 hex digits."""
+        return "#" + self.hex(key)[:16]
+
+
+def apply_capture(
+    record: Record, mode: str, max_error_bytes: int, digests: Digests | None = None
+) -> Record:
     """A copy of ``record`` holding only what ``mode`` keeps (its wire API's row says where the
-    history is and which keys are ids)."""
+    history is and which keys are ids); ``digests`` (the log's key) is needed unless ``full``."""
     keep = _MODES[mode]
     wire = wire_of_record(record.path, record.received)
+    if digests is None and mode != "full":
+        raise ValueError(f"capture {mode!r} needs the log's key")
 
     def transform(body: Any) -> Any:
-        return keep(body, wire)
+        return keep(without_credentials(body), wire, digests)
 
     def error(text: str | None) -> str | None:
-        return truncate(text, max_error_bytes) if mode == "full" else _error_digest(text)
+        if mode == "full":
+            return truncate(text, max_error_bytes)
+        assert digests is not None
+        return _error_digest(text, digests)
+
+    def finding(found: Any) -> Any:
+        assert digests is not None
+        return _finding(found, digests)
 
     return copied(
         record,
         conversation=record.conversation
         or conversation_key(record.path, record.received, (record.upstream, record.owner)),
-        received=transform(_without_secrets(record.received)),
-        forwarded=None
-        if record.forwarded is None
-        else transform(_without_secrets(record.forwarded)),
-        findings=record.findings if mode == "full" else [_finding(f) for f in record.findings],
+        received=transform(record.received),
+        forwarded=None if record.forwarded is None else transform(record.forwarded),
+        findings=record.findings if mode == "full" else [finding(f) for f in record.findings],
         upstream_error=error(record.upstream_error),
         attempts=None
         if record.attempts is None
@@ -74,34 +112,35 @@ def _attempt(
     """One attempt of a retried request, its body and error kept as ``mode`` keeps them."""
     return {
         **attempt,
-        "forwarded": transform(_without_secrets(attempt.get("forwarded"))),
+        "forwarded": transform(attempt.get("forwarded")),
         "upstream_error": error(attempt.get("upstream_error")),
     }
 
 
-def _finding(finding: Any) -> Any:
+def _finding(finding: Any, digests: Digests) -> Any:
     """A finding without its detail (it quotes the request), its path keyed as the body."""
     if not isinstance(finding, dict):
         return finding
     out = dict(finding)
     if isinstance(out.get("path"), str):
-        out["path"] = stored_path(out["path"])
+        out["path"] = stored_path(out["path"], digests.key)
     if out.get("detail"):
         out["detail"] = REDACTED
     return out
 
 
-def _error_digest(text: str | None) -> str | None:
+def _error_digest(text: str | None, digests: Digests) -> str | None:
     """An upstream error as ``redacted`` and ``none`` keep it: its length and digest."""
     if text is None:
         return None
-    found = digest(text)
-    return f"{REDACTED} {found['length']} characters, sha256 {found['sha256'][:16]}"
+    return f"{REDACTED} {len(text)} characters, hmac-sha256 {digests.hex(text)[:16]}"
 
 
-def capture_batch(batch: list[Record], mode: str, max_error_bytes: int) -> list[Record]:
+def capture_batch(
+    batch: list[Record], mode: str, max_error_bytes: int, digests: Digests | None = None
+) -> list[Record]:
     """:func:`apply_capture` over a batch (the writer runs it off the event loop)."""
-    return [apply_capture(record, mode, max_error_bytes) for record in batch]
+    return [apply_capture(record, mode, max_error_bytes, digests) for record in batch]
 
 
 def truncate(text: str | None, max_bytes: int) -> str | None:
@@ -114,40 +153,30 @@ def truncate(text: str | None, max_bytes: int) -> str | None:
     return data[:max_bytes].decode("utf-8", "ignore")
 
 
-def digest(text: str) -> dict[str, Any]:
-    """The redacted form of a string: its length and SHA-256."""
-    data = text.encode("utf-8", "surrogatepass")
-    return {"length": len(text), "sha256": hashlib.sha256(data).hexdigest()}
-
-
-def _without_secrets(body: Any) -> Any:
-    if not isinstance(body, dict) or not any(k.lower() in SECRET_KEYS for k in body):
-        return body
-    return {k: v for k, v in body.items() if k.lower() not in SECRET_KEYS}
-
-
-def _full(body: Any, wire: Wire) -> Any:
+def _full(body: Any, wire: Wire, digests: Digests | None) -> Any:
     return body
 
 
-def _redacted(body: Any, wire: Wire) -> Any:
-    return _redact(body, None, KEPT.union(wire.id_keys))
+def _redacted(body: Any, wire: Wire, digests: Digests | None) -> Any:
+    assert digests is not None
+    return _redact(body, None, KEPT.union(wire.id_keys), digests)
 
 
-def _redact(value: Any, key: str | None, kept: frozenset[str]) -> Any:
+def _redact(value: Any, key: str | None, kept: frozenset[str], digests: Digests) -> Any:
     if isinstance(value, str):
-        return value if key in kept and IDENTIFIER.fullmatch(value) else digest(value)
+        return value if key in kept and IDENTIFIER.fullmatch(value) else digests.text(value)
     if isinstance(value, dict):
-        return {stored_key(k): _redact(v, k, kept) for k, v in value.items()}
+        return {stored_key(k, digests.key): _redact(v, k, kept, digests) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redact(item, key, kept) for item in value]
+        return [_redact(item, key, kept, digests) for item in value]
     return value  # numbers, booleans, null
 
 
-def _structure(body: Any, wire: Wire) -> Any:
+def _structure(body: Any, wire: Wire, digests: Digests | None) -> Any:
     if not isinstance(body, dict):
         return None
-    out = {key: _identifier(body[key]) for key in ("model", "stream") if key in body}
+    assert digests is not None
+    out = {key: _identifier(body[key], digests) for key in ("model", "stream") if key in body}
     history = wire.location(body)  # the tools sit beside the history (the request's fields)
     for location in (history, (*history[:-1], "tools")):
         value = found_at(body, location)
@@ -155,34 +184,34 @@ def _structure(body: Any, wire: Wire) -> Any:
             holder = out
             for key in location[:-1]:
                 holder = holder.setdefault(key, {})
-            holder[location[-1]] = [_skeleton(item, wire) for item in value]
+            holder[location[-1]] = [_skeleton(item, wire, digests) for item in value]
     return out
 
 
-def _skeleton(item: Any, wire: Wire) -> Any:
+def _skeleton(item: Any, wire: Wire, digests: Digests) -> Any:
     """An item's roles, types and ids, and those of the nested structures the wire API's row
     names (chat's tool calls, Messages' content blocks)."""
     if not isinstance(item, dict):
         return None
     keys = ("role", "type", *wire.id_keys)
-    out = {k: _identifier(item[k]) for k in keys if isinstance(item.get(k), str)}
+    out = {k: _identifier(item[k], digests) for k in keys if isinstance(item.get(k), str)}
     for key in wire.skeleton_keys:
         value = item.get(key)
         if isinstance(value, dict):
-            out[key] = _skeleton(value, wire)
+            out[key] = _skeleton(value, wire, digests)
         elif isinstance(value, list):
-            out[key] = [_skeleton(part, wire) for part in value]
+            out[key] = [_skeleton(part, wire, digests) for part in value]
     return out
 
 
-def _identifier(value: Any) -> Any:
+def _identifier(value: Any, digests: Digests) -> Any:
     """``value`` when it is no string or looks like an identifier, else its digest."""
     if not isinstance(value, str) or IDENTIFIER.fullmatch(value):
         return value
-    return digest(value)
+    return digests.text(value)
 
 
-_MODES: dict[str, Callable[[Any, Wire], Any]] = {
+_MODES: dict[str, Callable[[Any, Wire, Digests | None], Any]] = {
     "full": _full,
     "redacted": _redacted,
     "none": _structure,

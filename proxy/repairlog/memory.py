@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,7 @@ class MemoryRepairLog:
         self._records: dict[str, dict[str, Any]] = {}
         self._turns: dict[str, dict[str, Any]] = {}  # repeats (see proxy.repairlog.conversation)
         self._open = False
+        self._secret = os.urandom(32)  # the log's own: gone with it
 
     async def open(self) -> None:
         self._open = True
@@ -74,12 +76,16 @@ class MemoryRepairLog:
         ]
         return page_of(page, q.limit)
 
-    async def stats(self, since: datetime | None) -> dict[str, Any]:
+    async def capture_key(self) -> bytes:
+        self._check()
+        return self._secret
+
+    async def stats(self, since: datetime | None, owner: str | None = None) -> dict[str, Any]:
         self._check()
         stats = empty_stats(since)
         floor = "" if since is None else iso(since)
         for item in self._records.values():
-            if item["created_at"] < floor:
+            if item["created_at"] < floor or (owner is not None and item["owner"] != owner):
                 continue
             stats["total"] += 1
             _bump(stats["by_outcome"], [item["outcome"]])
@@ -89,7 +95,11 @@ class MemoryRepairLog:
                 _bump(stats["by_error_kind"], [item["upstream_error_kind"]])
             if item["ending"] is not None:
                 _bump(stats["by_ending"], [item["ending"]])
-        stats["repeats"] = sum(1 for item in self._turns.values() if item["created_at"] >= floor)
+        stats["repeats"] = sum(
+            1
+            for item in self._turns.values()
+            if item["created_at"] >= floor and (owner is None or item["owner"] == owner)
+        )
         return stats
 
     async def delete(self, before: datetime) -> int:

@@ -8,6 +8,7 @@ run under an advisory lock. The pool, and what happens when the server goes away
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
@@ -26,6 +27,8 @@ from proxy.repairlog.record import Record
 from proxy.repairlog.rows import STORED_FIELDS, cutoff_for
 from proxy.repairlog.sql import (
     OLDEST,
+    SECRET_INSERT,
+    SECRET_SELECT,
     Dialect,
     kept_since,
     page_of,
@@ -153,8 +156,16 @@ class PostgresRepairLog:
                 payloads.unpack_findings(rows, await _blobs(conn, refs))
         return page_of(rows, q.limit)
 
-    async def stats(self, since: datetime | None) -> dict[str, Any]:
-        queries, params = DIALECT.stats(since)
+    async def capture_key(self) -> bytes:
+        async with self._db.connection() as conn, conn.transaction():
+            await conn.execute(SECRET_INSERT.format(ph="%s"), ["capture", os.urandom(32)])
+            cur = await conn.execute(SECRET_SELECT.format(ph="%s"), ["capture"])
+            row = await cur.fetchone()
+        assert row is not None  # inserted above, or by another process before
+        return bytes(row[0])
+
+    async def stats(self, since: datetime | None, owner: str | None = None) -> dict[str, Any]:
+        queries, params = DIALECT.stats(since, owner)
         counts = {}
         async with self._db.connection() as conn:
             for group, sql in queries:

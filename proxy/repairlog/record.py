@@ -75,8 +75,9 @@ class Record:
     #: (:func:`~proxy.repairlog.rows.pack_bodies`); not stored.
     listed: tuple[Any, bytes] | None = field(default=None, repr=False, compare=False)
     #: Which client key sent it (its digest; client keys configured): conversations are told
-    #: apart by it, so no client can count its turns on another's conversation; not stored.
-    owner: str | None = field(default=None, repr=False, compare=False)
+    #: apart by it, so no client can count its turns on another's conversation, and a client
+    #: key reads only the records it owns (``/repairs``).
+    owner: str | None = field(default=None, compare=False)
 
 
 #: Every field's value of a record, in ``Record``'s order (read in C).

@@ -69,6 +69,7 @@ def record_row(
         record.repeat_of,
         record.repeats,
         None if record.last_seen is None else ts(record.last_seen),
+        record.owner,
         blob(dumps(rule_counts(record.findings))),
         blob(dumps(bodies.get("findings", record.findings))),
         record.upstream_error,

@@ -111,26 +111,45 @@ class Dialect:
         record's time in Unix seconds (a huge number when none is kept)."""
         return f"DELETE FROM payloads WHERE last_used < {self.ph} - {LAST_USED_SLACK}"
 
-    def stats(self, since: datetime | None) -> tuple[list[tuple[str, str]], list[Any]]:
-        """(group name, SQL) pairs answering ``GROUP BY`` counts, and the parameters of each."""
-        cond = "" if since is None else f"created_at >= {self.ph}"
-        where = f" WHERE {cond}" if cond else ""
-        kinds = " AND ".join(filter(None, ["upstream_error_kind IS NOT NULL", cond]))
-        endings = " AND ".join(filter(None, ["ending IS NOT NULL", cond]))
+    def stats(
+        self, since: datetime | None, owner: str | None = None
+    ) -> tuple[list[tuple[str, str]], list[Any]]:
+        """(group name, SQL) pairs answering ``GROUP BY`` counts, and the parameters of each
+        (the same for all: ``since``, then ``owner``, each when given)."""
+        conds: list[str] = []
+        params: list[Any] = []
+        if since is not None:
+            conds.append(f"created_at >= {self.ph}")
+            params.append(self.ts(since))
+        if owner is not None:
+            conds.append(f"owner = {self.ph}")
+            params.append(owner)
+
+        def where(*more: str) -> str:
+            both = [*more, *conds]
+            return f" WHERE {' AND '.join(both)}" if both else ""
+
+        # A rule's rows carry no owner: with one, they are counted through their record.
+        rules = "record_rules"
+        if owner is not None:
+            rules = "(SELECT k.rule, k.created_at, r.owner FROM record_rules k"
+            rules += " JOIN records r ON r.id = k.record_id) AS k"
+        kinds = where("upstream_error_kind IS NOT NULL")
+        endings = where("ending IS NOT NULL")
         queries = [
-            ("by_outcome", f"SELECT outcome, count(*) FROM records{where} GROUP BY outcome"),
-            ("by_upstream", f"SELECT upstream, count(*) FROM records{where} GROUP BY upstream"),
-            ("by_rule", f"SELECT rule, count(*) FROM record_rules{where} GROUP BY rule"),
+            ("by_outcome", f"SELECT outcome, count(*) FROM records{where()} GROUP BY outcome"),
+            ("by_upstream", f"SELECT upstream, count(*) FROM records{where()} GROUP BY upstream"),
+            ("by_rule", f"SELECT rule, count(*) FROM {rules}{where()} GROUP BY rule"),
             (
                 "by_error_kind",
-                f"SELECT upstream_error_kind, count(*) FROM records WHERE {kinds}"
+                f"SELECT upstream_error_kind, count(*) FROM records{kinds}"
                 " GROUP BY upstream_error_kind",
             ),
-            ("by_ending", f"SELECT ending, count(*) FROM records WHERE {endings} GROUP BY ending"),
+            ("by_ending", f"SELECT ending, count(*) FROM records{endings} GROUP BY ending"),
             # Repeats live in ``turns``, counted on their first records: how many there were.
-            ("repeats", f"SELECT 'turns', count(*) FROM turns{where}"),
+            ("repeats", f"SELECT 'turns', count(*) FROM turns{where()}"),
         ]
-        return queries, [] if since is None else [self.ts(since)]
+        return queries, params
 
 
 def page_of(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], str | None]:
@@ -180,3 +199,11 @@ def stats_from(since: datetime | None, counts: dict[str, list[tuple[Any, int]]])
     stats["total"] = sum(stats["by_outcome"].values())
     stats["repeats"] = sum(stats["repeats"].values())
     return stats
+
+
+#: The log's own secrets (``secrets``): a new one is inserted unless one of its name is there,
+#: then the one kept is read (whichever process inserted it first).
+SECRET_INSERT = (
+    "INSERT INTO secrets (name, value) VALUES ({ph}, {ph}) ON CONFLICT (name) DO NOTHING"
+)
+SECRET_SELECT = "SELECT value FROM secrets WHERE name = {ph}"

@@ -30,6 +30,8 @@ from proxy.repairlog.record import Record
 from proxy.repairlog.rows import STORED_FIELDS, cutoff_for
 from proxy.repairlog.sql import (
     OLDEST,
+    SECRET_INSERT,
+    SECRET_SELECT,
     Dialect,
     kept_since,
     page_of,
@@ -126,8 +128,11 @@ class SQLiteRepairLog:
         sql, params = DIALECT.page(q)
         return page_of(await self._on_reader(self._page_sync, sql, params), q.limit)
 
-    async def stats(self, since: datetime | None) -> dict[str, Any]:
-        return await self._on_reader(self._stats_sync, since)
+    async def stats(self, since: datetime | None, owner: str | None = None) -> dict[str, Any]:
+        return await self._on_reader(self._stats_sync, since, owner)
+
+    async def capture_key(self) -> bytes:
+        return await self._on_writer(self._secret_sync, "capture")
 
     async def delete(self, before: datetime) -> int:
         return await self._on_writer(self._delete_sync, "created_at < ?", [iso(before)])
@@ -255,9 +260,16 @@ class SQLiteRepairLog:
         finally:
             conn.execute("COMMIT")
 
-    def _stats_sync(self, since: datetime | None) -> dict[str, Any]:
+    def _secret_sync(self, name: str) -> bytes:
+        conn = self._write_handle.get()
+        with transaction(conn):
+            conn.execute(SECRET_INSERT.format(ph="?"), [name, os.urandom(32)])
+            value: bytes = conn.execute(SECRET_SELECT.format(ph="?"), [name]).fetchone()[0]
+        return value
+
+    def _stats_sync(self, since: datetime | None, owner: str | None) -> dict[str, Any]:
         conn = self._reader_conn()
-        queries, params = DIALECT.stats(since)
+        queries, params = DIALECT.stats(since, owner)
         return stats_from(
             since, {group: conn.execute(sql, params).fetchall() for group, sql in queries}
         )

@@ -56,7 +56,8 @@ class Column:
 #: the attempts of a request repaired and retried after the upstream refused it; 3, how the
 #: answer ended (complete, upstream_cut, upstream_timeout, client_gone: a status 200 alone does
 #: not say the client got it whole); 4, conversations (a repeat points at its first record,
-#: which counts its repeats) and content-addressed bodies (``packed``). Rows written before a
+#: which counts its repeats) and content-addressed bodies (``packed``); 5, the client key that
+#: sent it (``owner``, its digest: issue 35). Rows written before a
 #: version keep NULL in its columns (not known; bodies whole).
 RECORD_COLUMNS = """
     id                   text  1  PRIMARY KEY
@@ -82,6 +83,7 @@ RECORD_COLUMNS = """
     last_seen            time  4
     finding_key          text  4
     packed               int   4
+    owner                text  5
     rules                json  1  NOT NULL
     findings             json  1  NOT NULL
     upstream_error       text  1
@@ -111,6 +113,14 @@ RECORD_RULES = """CREATE TABLE record_rules (
     findings {int} NOT NULL,
     PRIMARY KEY (rule, created_at, record_id)
 ){without_rowid}"""
+
+#: The log's own secrets (issue 35): ``capture``, the HMAC key of the digests
+#: ``capture = "redacted"`` stores, made once by the first process that opens the log and shared
+#: by every one (every replica) that opens it after.
+SECRETS = """CREATE TABLE secrets (
+    name {text} PRIMARY KEY,
+    value {bytes} NOT NULL
+)"""
 
 #: Content-addressed payloads (issue 23): a record's bodies are skeletons whose history items,
 #: chunks of item digests and large values are stored once here (:mod:`.payloads`).
@@ -174,6 +184,13 @@ def _steps(dialect: DialectName) -> list[list[str]]:
             _create("turns", 4, dialect, TURN_REQUIRES),
             "CREATE INDEX turns_conversation ON turns (conversation, created_at, id)",
             PAYLOADS.format_map(marks),
+        ],
+        [
+            # A client key reads only its own records (issue 35).
+            *_added(5, dialect),
+            f"ALTER TABLE turns ADD COLUMN owner {marks['text']}",
+            "CREATE INDEX records_owner ON records (owner, created_at, id) WHERE owner IS NOT NULL",
+            SECRETS.format_map(marks),
         ],
     ]
 

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from proxy.repairlog.base import dumps, stored
-from proxy.repairlog.capture import apply_capture
+from proxy.repairlog.capture import Digests, apply_capture
 from proxy.repairlog.record import Record
 
 
@@ -47,14 +47,17 @@ class Unwritten:
         self._announced.clear()
         self._queued.clear()
 
-    def find(self, record_id: str, capture: str, max_error_bytes: int) -> dict[str, Any] | None:
-        """The record as a backend's ``get`` returns it (``capture`` applied), or None."""
+    def find(
+        self, record_id: str, capture: str, max_error_bytes: int, digests: Digests | None = None
+    ) -> dict[str, Any] | None:
+        """The record as a backend's ``get`` returns it (``capture`` applied with the log's
+        ``digests``), or None."""
         record = self._queued.get(record_id)
         if record is None:
             build = self._announced.get(record_id)
             record = None if build is None else build()
         if record is None:
             return None
-        captured = apply_capture(record, capture, max_error_bytes)
+        captured = apply_capture(record, capture, max_error_bytes, digests)
         found: dict[str, Any] = orjson.loads(dumps(stored(captured)))  # a copy: not shared
         return found

@@ -1,15 +1,15 @@
 """The keys the wire APIs define, kept as they are by ``capture = redacted | none``.
 
 Any other key of a body (a JSON schema's property names, a client's own extra fields) is the
-client's string, so it is stored as :func:`key_digest` instead; a finding's path is rewritten
+client's string, so it is stored as a keyed digest instead; a finding's path is rewritten
 the same way, so it still points into the stored body. Sources: the request schemas of chat
 completions, the Responses API and Anthropic Messages, and the extras providers add.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
+from collections.abc import Callable
 
 from proxy.core.wire import WIRES
 
@@ -49,17 +49,13 @@ KNOWN_KEYS = _SHARED.union(*(wire.vocabulary for wire in WIRES.values()))
 _KEY_STEP = re.compile(r"(^|\.)([^.\[\]]+)")
 
 
-def key_digest(key: str) -> str:
-    """A key as stored when it is no key of the APIs: ``#`` and 16 hex digits of its SHA-256."""
-    return "#" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def stored_key(key: str, digest: Callable[[str], str]) -> str:
+    """``key`` as a redacted body holds it: its ``digest`` (the log's keyed one) when it is no
+    key of the APIs."""
+    return key if key in KNOWN_KEYS else digest(key)
 
 
-def stored_key(key: str) -> str:
-    """``key`` as a redacted body holds it."""
-    return key if key in KNOWN_KEYS else key_digest(key)
-
-
-def stored_path(path: str) -> str:
+def stored_path(path: str, digest: Callable[[str], str]) -> str:
     """A finding's path (``messages[1].my_field``) with the keys a redacted body hashes hashed
     the same way (``messages[1].#3f…``)."""
-    return _KEY_STEP.sub(lambda m: m[1] + stored_key(m[2]), path)
+    return _KEY_STEP.sub(lambda m: m[1] + stored_key(m[2], digest), path)

@@ -27,7 +27,7 @@ from typing import Any
 from proxy import metrics
 from proxy.errors import RepairLogError, RepairLogUnavailable
 from proxy.repairlog.base import RepairLog
-from proxy.repairlog.capture import capture_batch
+from proxy.repairlog.capture import Digests, capture_batch
 from proxy.repairlog.record import Record
 from proxy.repairlog.retention import retain
 from proxy.repairlog.unwritten import Unwritten
@@ -71,6 +71,8 @@ class RecordWriter:
         self.dropped = 0
         self._healthy = True
         self._last_error: str | None = None
+        #: The log's keyed digests (``capture`` redacted or none), read from it once.
+        self._digests: Digests | None = None
 
     @property
     def pending(self) -> int:
@@ -115,7 +117,10 @@ class RecordWriter:
         """A record not yet written (announced, queued or being written) as ``get`` returns a
         stored one (capture mode applied), or None."""
         settings = self._settings
-        return self._unwritten.find(record_id, settings.capture, settings.max_error_body_bytes)
+        if settings.capture != "full" and self._digests is None:
+            return None  # the log's key is not known yet: the log answers (or says it is down)
+        found = self._unwritten.find
+        return found(record_id, settings.capture, settings.max_error_body_bytes, self._digests)
 
     def submit(self, record: Record) -> bool:
         """Queue ``record``; False (and counted) when the queue is full or the writer stopped."""
@@ -161,6 +166,8 @@ class RecordWriter:
 
     async def _run(self) -> None:
         size = self._settings.batch_size
+        with contextlib.suppress(RepairLogError):  # else read before the first batch
+            await self._key()
         while True:
             await self._wait_for_batch()
             if not self._queue:
@@ -206,8 +213,13 @@ class RecordWriter:
     async def _flush(self, batch: list[Record]) -> list[Record]:
         """Write ``batch``; what is left to try again (the backend was unavailable)."""
         settings = self._settings
+        try:
+            digests = await self._key()
+        except RepairLogUnavailable as exc:
+            self._failed(exc)
+            return batch
         captured = await asyncio.to_thread(
-            capture_batch, batch, settings.capture, settings.max_error_body_bytes
+            capture_batch, batch, settings.capture, settings.max_error_body_bytes, digests
         )
         try:
             await self._write(captured)
@@ -236,6 +248,16 @@ class RecordWriter:
             else:
                 self._succeeded(1)
         return []
+
+    async def _key(self) -> Digests | None:
+        """The log's keyed digests, read from it the first time (none needed for ``full``)."""
+        if self._digests is None and self._settings.capture != "full":
+            try:
+                async with asyncio.timeout(self._write_timeout):
+                    self._digests = Digests(await self._log.capture_key())
+            except TimeoutError:
+                raise RepairLogUnavailable("reading the log's key took too long") from None
+        return self._digests
 
     async def _write(self, records: list[Record]) -> None:
         # A write that hangs (a server that stopped answering on an open connection) counts

@@ -26,6 +26,7 @@ from proxy.core.wire import WIRES, Wire, wire_for_path, wire_of_body
 from proxy.errors import BadRequestBody
 from proxy.errorshape import payload
 from proxy.repairlog import apply_capture
+from proxy.repairlog.capture import Digests
 from proxy.settings import load_settings
 from tests.repairlog.records import make_record
 from tests.servers import running
@@ -258,7 +259,7 @@ def test_check_recognises_and_capture_keeps_the_rows_history(name: str) -> None:
     record = make_record()
     record.path = _path(wire, sample)
     record.received = record.forwarded = sample.body
-    kept = apply_capture(record, "none", 1024).received
+    kept = apply_capture(record, "none", 1024, Digests(b"k" * 32)).received
     assert len(wire.items(kept)) == len(wire.items(sample.body))
 
 

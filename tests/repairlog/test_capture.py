@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 from typing import Any
 
 import orjson
 import pytest
 
 from proxy.repairlog import apply_capture
-from proxy.repairlog.capture import digest, truncate
+from proxy.repairlog.capture import Digests, truncate
 from tests.repairlog.records import make_record
 
 BODY: dict[str, Any] = {
@@ -47,20 +48,30 @@ BODY: dict[str, Any] = {
 }
 
 
+#: The log's key, as the writer reads it from the log.
+KEY = b"k" * 32
+DIGESTS = Digests(KEY)
+digest = DIGESTS.text
+
+
 def captured(mode: str, body: Any = BODY) -> Any:
     record = make_record()
     record.received = body
     record.forwarded = body
-    result = apply_capture(record, mode, 1024)
+    result = apply_capture(record, mode, 1024, DIGESTS)
     assert result.forwarded == result.received
     return result.received
 
 
-def test_digest_is_length_and_sha256() -> None:
-    assert digest("héllo") == {
-        "length": 5,
-        "sha256": hashlib.sha256("héllo".encode()).hexdigest(),
-    }
+def test_digest_is_length_and_a_keyed_hmac_sha256() -> None:
+    """Issue 35: a plain SHA-256 of a short value falls to a dictionary; one keyed with the
+    log's secret does not, and another log's key gives other digests."""
+    mac = hmac.new(KEY, "héllo".encode(), hashlib.sha256).hexdigest()
+    assert digest("héllo") == {"length": 5, "hmac_sha256": mac}
+    assert hashlib.sha256(b"yes").hexdigest() not in str(digest("yes"))
+    assert Digests(b"o" * 32).text("yes") != digest("yes")
+    with pytest.raises(ValueError, match="needs the log's key"):
+        apply_capture(make_record(), "redacted", 1024)
 
 
 def test_full_keeps_the_body_but_no_credentials() -> None:
@@ -70,6 +81,54 @@ def test_full_keeps_the_body_but_no_credentials() -> None:
     assert kept["messages"] == BODY["messages"]
     assert kept["user"] == "alice@example.com"
     assert BODY["api_key"] == "sk-live-123"  # the input is not mutated
+
+
+#: Credentials by name, nested (issue 35 finding 3: ``mcp_servers[].authorization_token`` was
+#: served back by ``GET /repairs/{id}``).
+NESTED: dict[str, Any] = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 64,
+    "mcp_servers": [
+        {
+            "type": "url",
+            "url": "https://mcp.example/sse",
+            "name": "tools",
+            "authorization_token": "SECRET-mcp-token-1",
+            "headers": {"Authorization": "Bearer SECRET-header-2", "X-Api-Key": "SECRET-3"},
+        }
+    ],
+    "messages": [
+        {"role": "user", "content": "hi", "extra": {"client_secret": "SECRET-4"}},
+        {"role": "user", "content": [{"type": "text", "text": "x", "password": "SECRET-5"}]},
+    ],
+    "tools": [{"name": "t", "input_schema": {"properties": {"key": {"type": "string"}}}}],
+    "metadata": {"deep": [{"access_token": "SECRET-6", "token": "SECRET-7", "api-key": "S-8"}]},
+}
+
+
+@pytest.mark.parametrize("mode", ["full", "redacted", "none"])
+def test_no_credential_is_stored_at_any_depth(mode: str) -> None:
+    record = make_record()
+    record.path = "/v1/messages"
+    record.received = record.forwarded = NESTED
+    record.attempts = [{"forwarded": NESTED, "upstream_error": None, "retried_rule": "x"}]
+    kept = apply_capture(record, mode, 1024, DIGESTS)
+    stored = orjson.dumps(dataclasses.asdict(kept), default=str).decode()
+    for secret in ("SECRET", "S-8"):
+        assert secret not in stored
+    if mode == "full":
+        server = kept.received["mcp_servers"][0]
+        assert "authorization_token" not in server and server["headers"] == {}
+        assert server["url"] == "https://mcp.example/sse"  # what is no credential stays
+        assert kept.received["max_tokens"] == 64
+        schema = kept.received["tools"][0]["input_schema"]  # a property called key is no key
+        assert schema == {"properties": {"key": {"type": "string"}}}
+    assert NESTED["mcp_servers"][0]["authorization_token"] == "SECRET-mcp-token-1"  # not mutated
+
+
+def test_a_body_without_credentials_is_kept_as_the_same_object() -> None:
+    record = make_record()
+    assert apply_capture(record, "full", 1024).received is record.received
 
 
 def test_redacted_keeps_structure_and_ids_and_hashes_text_and_names() -> None:
@@ -133,7 +192,7 @@ def test_odd_bodies_do_not_break_capture(mode: str) -> None:
 
 def test_rejected_records_keep_no_forwarded_body() -> None:
     record = make_record(outcome="rejected")
-    assert apply_capture(record, "redacted", 1024).forwarded is None
+    assert apply_capture(record, "redacted", 1024, DIGESTS).forwarded is None
 
 
 def test_upstream_error_is_bounded_on_a_character_boundary() -> None:
@@ -181,7 +240,7 @@ def test_no_client_string_in_keys_names_types_findings_or_errors(mode: str) -> N
     ]
     record.upstream_error = f"Invalid value: '{SECRET}'."
     record.attempts = [{"forwarded": ODD, "upstream_error": SECRET, "retried_rule": "x"}]
-    kept = apply_capture(record, mode, 1024)
+    kept = apply_capture(record, mode, 1024, DIGESTS)
     stored = orjson.dumps(dataclasses.asdict(kept), default=str).decode()
     assert SECRET.lower() not in stored.lower()
     [finding] = kept.findings

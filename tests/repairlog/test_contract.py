@@ -58,6 +58,7 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         status=200,
         proxy_error=None,
         ending="upstream_cut",
+        owner="client:0123456789abcdef01234567",
         attempts=[
             {"forwarded": {"n": 1}, "upstream_status": 400, "retried_rule": "developer_role"},
             {"forwarded": {"n": 2}, "upstream_status": 200, "retried_rule": None},
@@ -90,6 +91,7 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         "repeat_of": None,
         "repeats": 0,
         "last_seen": None,
+        "owner": "client:0123456789abcdef01234567",
         "rules": {"developer_role": 1},
         "findings": record.findings,
         "upstream_error": "unknown variant `developer`",
@@ -98,6 +100,32 @@ async def test_a_record_comes_back_whole(log: RepairLog) -> None:
         "attempts": record.attempts,
     }
     assert list(got["received"]) == ["model", "messages", "z_first", "a_after"]
+
+
+async def test_a_client_key_sees_its_own_records_and_counts_only(log: RepairLog) -> None:
+    """Issue 35 finding 5: records carry their owner; a query and the stats can keep to it."""
+    owners = ["client:a", "client:b", None, "client:a"]
+    records = [
+        make_record(n, owner=owner, rules=("orphan_tool_result", f"r{n}"))
+        for n, owner in enumerate(owners)
+    ]
+    await log.write(records)
+    mine = await all_pages(log, 1, owner="client:a")
+    assert [row["id"] for row in mine] == [records[3].id, records[0].id]
+    assert all(row["owner"] == "client:a" for row in mine)
+    ruled = await all_pages(log, 5, owner="client:b", rule="orphan_tool_result")
+    assert [row["id"] for row in ruled] == [records[1].id]
+    stats = await log.stats(None, "client:a")
+    assert stats["total"] == 2
+    assert stats["by_rule"] == {"orphan_tool_result": 2, "r0": 1, "r3": 1}
+    assert (await log.stats(None))["total"] == 4
+    assert (await log.get(records[1].id) or {})["owner"] == "client:b"
+
+
+async def test_the_capture_key_is_made_once_and_kept(log: RepairLog) -> None:
+    key = await log.capture_key()
+    assert len(key) >= 16
+    assert await log.capture_key() == key
 
 
 async def test_records_filter_on_how_their_answer_ended(log: RepairLog) -> None:

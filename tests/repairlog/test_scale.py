@@ -55,7 +55,8 @@ SELECT printf('%012d', n),
        '[]', NULL, '{{}}', NULL,
        NULL, NULL, NULL,  -- status, proxy_error, attempts (migration 002)
        NULL,  -- ending (migration 003)
-       NULL, NULL, NULL, 0, NULL, NULL, NULL  -- conversation … packed (migration 004)
+       NULL, NULL, NULL, 0, NULL, NULL, NULL,  -- conversation … packed (migration 004)
+       NULL  -- owner (migration 005)
 FROM g;
 INSERT INTO record_rules
 SELECT CASE n % 5 WHEN 0 THEN 'missing_tool_result' ELSE 'orphan_tool_result' END,
@@ -75,7 +76,8 @@ SELECT lpad(n::text, 12, '0'), '2025-01-01T00:00:00Z'::timestamptz + (n / 2) * i
        END::json, '[]', NULL, '{{}}', NULL,
        NULL, NULL, NULL,  -- status, proxy_error, attempts (migration 002)
        NULL,  -- ending (migration 003)
-       NULL, NULL, NULL, 0, NULL, NULL, NULL  -- conversation … packed (migration 004)
+       NULL, NULL, NULL, 0, NULL, NULL, NULL,  -- conversation … packed (migration 004)
+       NULL  -- owner (migration 005)
 FROM generate_series(1, {N}) AS n;
 INSERT INTO record_rules
 SELECT CASE id::bigint % 5 WHEN 0 THEN 'missing_tool_result' ELSE 'orphan_tool_result' END,

@@ -24,6 +24,7 @@ from proxy.repairlog import (
     RepairLogUnavailable,
     SQLiteRepairLog,
 )
+from proxy.repairlog.capture import Digests
 from proxy.repairlog.postgres import PostgresRepairLog
 from proxy.repairlog.record import utcnow
 from proxy.settings import RepairLogSettings
@@ -212,7 +213,8 @@ async def test_capture_mode_is_applied_by_the_writer(memory_log: MemoryRepairLog
     got = await memory_log.get(record.id)
     assert got is not None
     content = got["received"]["messages"][0]["content"]
-    assert set(content) == {"length", "sha256"}
+    assert set(content) == {"length", "hmac_sha256"}
+    assert content["hmac_sha256"] == Digests(await memory_log.capture_key()).hex("question 0")
     assert "api_key" not in got["received"]
     assert len(got["upstream_error"].encode()) <= 256
     assert record.received["messages"][0]["content"] == "question 0"  # the caller's copy intact
