@@ -65,19 +65,7 @@ def without_credentials(body: Any) -> Any:
 
 def _walk(value: Any, top: bool) -> Any:
     if isinstance(value, dict):
-        out: dict[Any, Any] | None = None
-        for name, item in value.items():
-            if isinstance(name, str) and is_credential(name, top):
-                if out is None:
-                    out = dict(value)
-                del out[name]
-                continue
-            kept = _walk(item, False)
-            if kept is not item:
-                if out is None:
-                    out = dict(value)
-                out[name] = kept
-        return value if out is None else out
+        return _walk_dict(value, top)
     if isinstance(value, list):
         items: list[Any] | None = None
         for i, item in enumerate(value):
@@ -88,3 +76,19 @@ def _walk(value: Any, top: bool) -> Any:
                 items[i] = kept
         return value if items is None else items
     return value
+
+
+def _walk_dict(value: dict[Any, Any], top: bool) -> dict[Any, Any]:
+    out: dict[Any, Any] | None = None
+    for name, item in value.items():
+        if isinstance(name, str) and is_credential(name, top):
+            if out is None:
+                out = dict(value)
+            del out[name]
+            continue
+        kept = _walk(item, False)
+        if kept is not item:
+            if out is None:
+                out = dict(value)
+            out[name] = kept
+    return value if out is None else out

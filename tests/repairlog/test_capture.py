@@ -118,7 +118,8 @@ def test_no_credential_is_stored_at_any_depth(mode: str) -> None:
         assert secret not in stored
     if mode == "full":
         server = kept.received["mcp_servers"][0]
-        assert "authorization_token" not in server and server["headers"] == {}
+        assert "authorization_token" not in server
+        assert server["headers"] == {}
         assert server["url"] == "https://mcp.example/sse"  # what is no credential stays
         assert kept.received["max_tokens"] == 64
         schema = kept.received["tools"][0]["input_schema"]  # a property called key is no key
