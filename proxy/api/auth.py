@@ -5,6 +5,13 @@
 - No token and the server listens on loopback only: open (only this machine can ask).
 - No token and the server listens beyond loopback: 403, saying how to set one.
 
+The repair log (``/repairs``, its stats, one record, and the viewer reading them) is read by
+its owners (:func:`repairs_reader`): with client keys configured (``server.client_keys_env``),
+a client key (``Authorization: Bearer <client key>``) reads the records it sent and nothing
+else, the admin token reads all, and anyone else is refused (401), on loopback too: a caller
+without a key, or another tenant, never reads a tenant's bodies. Without client keys, the admin
+rule above holds.
+
 Errors come in the OpenAI shape. Routers using :func:`require_admin` declare
 ``route_class=AdminRoute``, which renders :class:`~proxy.errors.ProxyError` (auth included) and
 invalid parameters (400 naming the parameter, instead of FastAPI's 422) in that shape.
@@ -50,6 +57,47 @@ async def require_admin(request: Request) -> None:
             "This admin endpoint needs 'Authorization: Bearer <admin token>'; the token is "
             f"missing or wrong (it is set in {settings.server.admin_token_env})."
         )
+
+
+async def repairs_reader(request: Request) -> str | None:
+    """FastAPI dependency of the repair log's read routes: ``None`` when the caller reads every
+    record, else the owner name (:attr:`~proxy.repairlog.record.Record.owner`) of the client
+    key it sent, whose records alone it reads (see the module docstring)."""
+    settings: Settings = request.app.state.settings
+    clients = _client_keys(request)
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    key = given.strip().encode() if scheme.lower() == "bearer" else None
+    token = settings.admin_token()
+    if key is not None and token is not None and hmac.compare_digest(key, token.encode()):
+        return None
+    owner = None if key is None else clients.get(key)
+    if owner is not None:
+        return owner
+    if not clients:
+        await require_admin(request)
+        return None
+    env = settings.server.admin_token_env
+    every = (
+        f"the admin token ({env}) reads every record"
+        if token is not None
+        else f"no admin token is set ({env}), so no caller reads every record"
+    )
+    raise AdminUnauthorized(
+        "With client keys configured, the repair log is read with 'Authorization: Bearer "
+        f"<client key>' (the records that key sent; {every}); the key is missing or wrong."
+    )
+
+
+def _client_keys(request: Request) -> dict[bytes, str]:
+    """The configured client keys and their owner names, as the proxy endpoint read them."""
+    proxy = getattr(request.app.state, "proxy", None)
+    if proxy is not None:
+        keys: dict[bytes, str] = proxy.client_keys
+        return keys
+    from proxy.api.learned import client_digests  # learned's routes import this module
+
+    settings: Settings = request.app.state.settings
+    return client_digests(settings.client_keys())
 
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]

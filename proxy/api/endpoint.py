@@ -12,12 +12,13 @@ injection, one state object per request.
 
 Choices a client can see:
 
-- Keys: an upstream whose ``api_key_env`` is set gets that key in the header the API's row
-  names (``Authorization: Bearer``; ``x-api-key`` for Messages), replacing the client's
-  ``Authorization`` and ``x-api-key``; otherwise the client's pass through, except when client
-  keys are configured: then the client's ``Authorization`` (or, on Messages, ``x-api-key``)
-  holds a key for this proxy, which is never forwarded (the upstream answers 401, which says
-  plainly that its key is missing).
+- Keys (:mod:`proxy.api.keys`): an upstream whose ``api_key_env`` is set gets that key in the
+  header the API's row names (``Authorization: Bearer``; ``x-api-key`` for Messages), and none
+  of the client's: every key-carrying header (``authorization``, ``x-api-key``, ``api-key``,
+  ``x-goog-api-key``) and ``?key=`` is removed. Otherwise the client's pass through, except
+  when client keys are configured: then the client's ``Authorization`` holds a key for this
+  proxy, never forwarded (the upstream answers 401, which says plainly that its key is
+  missing), and so is every other carrier whose value is a client key.
 - Errors of the proxy's own come in the error shape of the API's clients (the row's
   ``error_shape``: Anthropic's on ``/v1/messages``).
 - ``x-request-id`` in the answer is the proxy's request id (the client's own when sane); the
@@ -42,10 +43,11 @@ from proxy.api import fate, limits
 from proxy.api.counters import Counters
 from proxy.api.guard import Guard
 from proxy.api.headers import ClientHeaders, own_headers
+from proxy.api.keys import key_of, target_without_keys
 from proxy.api.learned import LearnedStrips, client_digests
 from proxy.api.noapi import explained
 from proxy.api.retry import Retry
-from proxy.api.scrub import scrubbed
+from proxy.api.scrub import masked, readable_codings, scrubbed
 from proxy.api.state import RequestState
 from proxy.api.units import UNITS, WireApi, native_unit, unit_for
 from proxy.core.wire import CHAT, Route, Wire
@@ -158,17 +160,18 @@ class ProxyEndpoint:
         for this proxy: it is never forwarded."""
         if not self.client_keys:
             return
-        scheme, _, token = (state.auth or b"").partition(b" ")
+        scheme, _, token = (state.key(b"authorization") or b"").partition(b" ")
         if scheme.lower() == b"bearer" and token.strip() in self.client_keys:
             state.client = self.client_keys[token.strip()]
             return
-        if wire.key_header == "x-api-key" and state.api_key in self.client_keys:
-            state.client = self.client_keys[state.api_key]
-            state.api_key = None  # the proxy's key: not the upstream's
+        header = wire.key_header.encode()
+        carried = None if header == b"authorization" else state.key(header)
+        if carried is not None and key_of(header, carried) in self.client_keys:
+            state.client = self.client_keys[key_of(header, carried)]
             return
         where = "'Authorization: Bearer <key>'"
-        if wire.key_header == "x-api-key":
-            where += " or 'x-api-key: <key>'"
+        if header != b"authorization":
+            where += f" or '{wire.key_header}: <key>'"
         raise Unauthorized(
             f"This proxy needs a client key: send {where} with one of the keys configured in "
             "the variable named by server.client_keys_env."
@@ -180,6 +183,7 @@ class ProxyEndpoint:
         assert self.relay is not None, "ProxyEndpoint used before bind()"
         headers = self._upstream_headers(state, upstream, wire)
         key = self._injected(upstream, wire)
+        url = self._without_query_keys(url, key is not None)
         watch = ClientWatch(state.receive)
         response: UpstreamResponse | None = None
         try:
@@ -230,8 +234,8 @@ class ProxyEndpoint:
         attempt = state.attempts[-1] if state.attempts else None
         # A refusal the retry already read (and did not retry) is not captured again.
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
-        if status >= 400 and (key := self._injected(upstream, wire)) is not None:
-            response = await scrubbed(response, key)  # it may quote the key the proxy gave it
+        if (key := self._injected(upstream, wire)) is not None:  # it may quote the key
+            response = await scrubbed(response, key) if status >= 400 else masked(response, key)
         if state.trace is not None:  # telemetry: the answer read as it is relayed
             response = state.trace.reading(response)
         out = ClientHeaders(response.headers, self._own_headers(state), log)
@@ -274,19 +278,35 @@ class ProxyEndpoint:
         return own_headers(state.log, state.record_id, extra)
 
     def _upstream_headers(self, state: RequestState, upstream: str, wire: Wire) -> RawHeaders:
+        """The client's headers, with the keys :mod:`proxy.api.keys` says the upstream gets."""
         headers = state.forward
         key = self._injected(upstream, wire)
-        if key is not None:  # the proxy's key, as the row says; the client's are dropped
+        if key is not None:  # the proxy's key, as the row says; every one of the client's goes
+            # The answer is read for the key as it streams: in an encoding the proxy reads.
+            for i, (name, value) in enumerate(headers):
+                if name == b"accept-encoding":
+                    headers[i] = (name, readable_codings(value))
             header = self.key_headers.get(upstream) or wire.key_header
             headers.append((header.encode(), key))
             return headers
-        if state.auth is not None and not self.client_keys:
+        for name, value in state.keys:
             # With client keys configured the client's Authorization is a key for this proxy,
-            # not for the upstream: it is never forwarded (the upstream then answers 401).
-            headers.append((b"authorization", state.auth))
-        if state.api_key is not None:  # not the proxy's key (_authorize took that one out)
-            headers.append((b"x-api-key", state.api_key))
+            # not for the upstream (which then answers 401); so is any client key, wherever.
+            if self.client_keys and (
+                name == b"authorization" or key_of(name, value) in self.client_keys
+            ):
+                continue
+            headers.append((name, value))
         return headers
+
+    def _without_query_keys(self, url: str, injected: bool) -> str:
+        """``url`` without the ``key`` query parameters the upstream must not get: every one
+        when the proxy injects its key, a client key's always."""
+        if injected:
+            return target_without_keys(url, lambda _: True)
+        if self.client_keys:
+            return target_without_keys(url, lambda value: value.strip() in self.client_keys)
+        return url
 
     def _finish(self, state: RequestState) -> None:
         log = state.log

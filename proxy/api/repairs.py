@@ -1,10 +1,14 @@
-"""``/repairs``: inspect the repair log (admin; see :mod:`proxy.api.auth`).
+"""``/repairs``: inspect the repair log (its owners; see :mod:`proxy.api.auth`).
 
 - ``GET /repairs``: summaries, newest first, filtered, cursor-paginated.
 - ``GET /repairs/stats``: counts by outcome, rule, upstream, upstream error kind and ending,
   and the repeats counted apart.
 - ``GET /repairs/{record_id}``: the full record and a diff of received vs forwarded messages.
 - ``DELETE /repairs?before=``: delete older records; returns how many.
+
+With client keys configured, a client key reads only the records it sent (the list, the stats
+and one record: another's answers 404, as if it did not exist) and may not delete; the admin
+token reads and deletes all (:func:`~proxy.api.auth.repairs_reader`).
 
 Reads ``request.app.state.repair_log`` (a :class:`~proxy.repairlog.RepairLog`) and
 ``request.app.state.settings``. Mount :data:`router` at the app root.
@@ -21,11 +25,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from proxy.api.auth import AdminRoute, require_admin
+from proxy.api.auth import AdminRoute, repairs_reader
 from proxy.core.registry import ALL_RULES
 from proxy.core.wire import Wire, wire_of_record
 from proxy.endings import Ending
-from proxy.errors import InvalidParameter, RecordNotFound, RepairLogDown
+from proxy.errors import AdminTokenRequired, InvalidParameter, RecordNotFound, RepairLogDown
 from proxy.repairlog import (
     InvalidQuery,
     RecordQuery,
@@ -91,6 +95,11 @@ class RecordSummary(BaseModel):
     )
     client: str | None = Field(
         None, description="the client's product token, from its User-Agent (openai-python/1.52.0)"
+    )
+    owner: str | None = Field(
+        None,
+        description="the client key that sent it (its digest, client:…) when client keys are "
+        "configured: that key reads the record, the admin token too, no other key",
     )
     repeat_of: str | None = Field(
         None, description="the conversation's first record with the same findings, if a repeat"
@@ -163,18 +172,16 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": text}
     for code, text in (
         (400, "invalid parameter (named in error.param)"),
-        (401, "admin token missing or wrong"),
+        (401, "admin token (or, with client keys configured, client key) missing or wrong"),
         (403, "no admin token set while listening beyond loopback"),
         (503, "repair log unavailable"),
     )
 }
 
-router = APIRouter(
-    tags=["repairs"],
-    route_class=AdminRoute,
-    dependencies=[Depends(require_admin)],
-    responses=ERRORS,
-)
+router = APIRouter(tags=["repairs"], route_class=AdminRoute, responses=ERRORS)
+
+#: Who reads: None for every record, else the owner name of the client key sent.
+Reader = Annotated[str | None, Depends(repairs_reader)]
 
 Text = Annotated[str | None, Query(max_length=1000)]
 Since = Annotated[datetime | None, Query(description="ISO-8601; inclusive")]
@@ -183,6 +190,7 @@ Since = Annotated[datetime | None, Query(description="ISO-8601; inclusive")]
 @router.get("/repairs", response_model=RecordPage, summary="List records, newest first")
 async def list_repairs(
     request: Request,
+    reader: Reader,
     *,
     upstream: Text = None,
     model: Text = None,
@@ -221,6 +229,7 @@ async def list_repairs(
             limit=limit,
             cursor=cursor,
             ending=ending,
+            owner=reader,
         )
     except InvalidQuery as exc:
         raise InvalidParameter(str(exc), param=exc.param) from None
@@ -230,11 +239,11 @@ async def list_repairs(
 
 
 @router.get("/repairs/stats", response_model=Stats, summary="Counts by outcome, rule, upstream")
-async def repair_stats(request: Request, since: Since = None) -> dict[str, Any]:
-    """Counts of records (from ``since`` on, when given)."""
+async def repair_stats(request: Request, reader: Reader, since: Since = None) -> dict[str, Any]:
+    """Counts of records (from ``since`` on, when given; a client key's own)."""
     moment = None if since is None else _moment(since, "since")
     with _available():
-        return await _log(request).stats(moment)
+        return await _log(request).stats(moment, reader)
 
 
 @router.get(
@@ -244,7 +253,7 @@ async def repair_stats(request: Request, since: Since = None) -> dict[str, Any]:
     responses={404: {"model": ErrorResponse, "description": "no such record"}},
 )
 async def get_repair(
-    request: Request, record_id: Annotated[str, Path(max_length=200)]
+    request: Request, reader: Reader, record_id: Annotated[str, Path(max_length=200)]
 ) -> dict[str, Any]:
     """The full record as stored, plus a diff of the received and forwarded messages. A record
     not yet written (its answer still streaming, or waiting in the writer's queue) is served from
@@ -253,7 +262,7 @@ async def get_repair(
     if "\x00" not in record_id:
         with _available():
             record = _unwritten(request, record_id) or await _log(request).get(record_id)
-    if record is None:
+    if record is None or (reader is not None and record.get("owner") != reader):
         raise RecordNotFound(f"No record with id {record_id!r}.", param="record_id")
     record["diff"] = await asyncio.to_thread(
         record_diff, record["received"], record["forwarded"], record["findings"], record["path"]
@@ -278,9 +287,12 @@ def _views(wire: Wire, record: dict[str, Any]) -> dict[str, Any]:
 @router.delete("/repairs", response_model=Deleted, summary="Delete records older than a moment")
 async def delete_repairs(
     request: Request,
+    reader: Reader,
     before: Annotated[datetime, Query(description="ISO-8601; records created before it go")],
 ) -> dict[str, int]:
     """Delete every record created before ``before``; returns how many were deleted."""
+    if reader is not None:
+        raise AdminTokenRequired("Deleting records takes the admin token, not a client key.")
     moment = _moment(before, "before")
     with _available():
         return {"deleted": await _log(request).delete(moment)}

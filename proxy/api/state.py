@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from starlette.types import Receive, Scope, Send
 
 from proxy.api.attempt import Attempt, event_error_type, rule_list
+from proxy.api.keys import KEY_HEADERS, key_of, query_keys
 from proxy.api.scrub import redacted, secret_of
 from proxy.core.policy import Outcome, Policy
 from proxy.core.rule import Finding
@@ -33,29 +34,28 @@ if TYPE_CHECKING:
 
 #: What the proxy did to a request (:meth:`RequestState.status`).
 Status = Literal["clean", "repaired", "warned", "rejected"]
-#: Request headers that carry a key for the upstream (Azure's, Anthropic's, Google's).
-_KEY_HEADERS = frozenset({b"api-key", b"x-api-key", b"x-goog-api-key"})
+#: Request headers that carry a key (:data:`proxy.api.keys.KEY_HEADERS`), set aside.
+_KEY_HEADERS = frozenset(KEY_HEADERS)
 
 
 class RequestState:
     """A request: the ASGI triple, what the client sent that matters, its log line, its fate.
 
-    The client's headers are read once: control headers (``x-toolcall-guard-*``) and
-    ``authorization`` are set aside, hop-by-hop ones dropped, the rest kept in order to be
-    forwarded as they are.
+    The client's headers are read once: control headers (``x-toolcall-guard-*``) and those
+    carrying a key (:data:`~proxy.api.keys.KEY_HEADERS`: the endpoint decides which go upstream)
+    are set aside, hop-by-hop ones dropped, the rest kept in order to be forwarded as they are.
     """
 
     __slots__ = (
         "api",
-        "api_key",
         "attempts",
-        "auth",
         "body_size",
         "client",
         "data",
         "ending",
         "extra_findings",
         "forward",
+        "keys",
         "listed",
         "log",
         "mode",
@@ -75,8 +75,8 @@ class RequestState:
         self.scope = scope
         self.receive = receive
         self.send = send
-        self.auth: bytes | None = None
-        self.api_key: bytes | None = None  # the client's x-api-key (Anthropic clients' key)
+        #: The headers carrying a key (``authorization``, ``x-api-key``…), as sent, in order.
+        self.keys: RawHeaders = []
         #: The reporter name of the client key the request came with (client keys configured).
         self.client: str | None = None
         self.mode: bytes | None = None
@@ -108,11 +108,8 @@ class RequestState:
                 elif name == b"connection":
                     connection = value
                 continue
-            if name == b"authorization":
-                self.auth = value
-                continue
-            if name == b"x-api-key":
-                self.api_key = value
+            if name in _KEY_HEADERS:
+                self.keys.append((name, value))
                 continue
             if name == b"x-request-id":
                 sent_id = value
@@ -122,6 +119,13 @@ class RequestState:
             forward = [(k, v) for k, v in forward if k not in extra]
         self.forward = forward
         self.log = RequestLog(scope["method"], scope["path"], request_id(sent_id), perf_counter())
+
+    def key(self, name: bytes) -> bytes | None:
+        """The value of the key-carrying header ``name``, if the client sent it."""
+        for carrier, value in self.keys:
+            if carrier == name:
+                return value
+        return None
 
     @property
     def started(self) -> bool:
@@ -285,10 +289,10 @@ class RequestState:
 
     def scrub(self, text: str, injected: bytes | None) -> str:
         """``text`` (an upstream's error) without the keys this request carried upstream."""
-        values = [v for k, v in self.forward if k in _KEY_HEADERS]
-        if self.api_key is not None:
-            values.append(self.api_key)
-        values += [secret_of(auth) for auth in (self.auth, injected) if auth is not None]
+        values = [key_of(name, value) for name, value in self.keys]
+        values += query_keys(self.scope["query_string"])
+        if injected is not None:
+            values.append(secret_of(injected))
         return redacted(text, values)
 
     def finished(self) -> None:

@@ -104,7 +104,8 @@ def test_no_key_in_any_record_log_line_or_error(
     assert INJECTED not in relayed[2].text
     assert "[redacted]" in relayed[2].text
 
-    records = [_all_records(http, g, n) for g, n in ((guard, 5), (keyed, 1), (locked, 1))]
+    records = [_all_records(http, g, n) for g, n in ((guard, 5), (keyed, 1))]
+    records.append(_all_records(http, locked, 1, CLIENT_KEY))  # its owner reads it
     upstream_errors = [r["upstream_error"] for r in records[0] + records[1] if r["upstream_error"]]
     assert len(upstream_errors) == 3
     assert all("[redacted]" in text for text in upstream_errors)
@@ -121,13 +122,17 @@ def test_no_key_in_any_record_log_line_or_error(
                 assert secret not in text, f"{secret} found in {where}: {text[:300]}"
 
 
-def _all_records(http: httpx.Client, guard: Guard, count: int) -> list[dict[str, Any]]:
-    """Every record of ``guard``'s log (once its ``count`` records are written), in full."""
+def _all_records(
+    http: httpx.Client, guard: Guard, count: int, key: str | None = None
+) -> list[dict[str, Any]]:
+    """Every record of ``guard``'s log (once its ``count`` records are written), in full, as
+    the admin (or the client ``key``) reads them."""
     writer = guard.app.state.writer
     eventually(lambda: writer.written == count, what=f"{count} records written")
-    page = http.get(guard.url + "/repairs", params={"limit": 500})
+    headers = {} if key is None else {"authorization": f"Bearer {key}"}
+    page = http.get(guard.url + "/repairs", params={"limit": 500}, headers=headers)
     ids = [item["id"] for item in page.json()["data"]]
-    return [http.get(f"{guard.url}/repairs/{record_id}").json() for record_id in ids]
+    return [http.get(f"{guard.url}/repairs/{i}", headers=headers).json() for i in ids]
 
 
 # --- client keys ---------------------------------------------------------------------------
