@@ -114,12 +114,13 @@ class Masked:
         if self.status != self._response.status:  # withheld: in an encoding not read
             yield _WITHHELD
             return
-        async for chunk in self._response.body:
-            if self._decode is not None:
-                try:
-                    chunk = self._decode(chunk)
-                except zlib.error as exc:  # cut here: nothing unread goes out
-                    raise UpstreamUnavailable(f"the upstream's body is not what it says: {exc}")
+        async for raw in self._response.body:
+            try:
+                chunk = raw if self._decode is None else self._decode(raw)
+            except zlib.error as exc:  # cut here: nothing unread goes out
+                raise UpstreamUnavailable(
+                    f"the upstream's body is not what it says: {exc}"
+                ) from exc
             out = self._mask.feed(chunk)
             if out:
                 yield out
