@@ -7,14 +7,26 @@ an encoding the proxy cannot read is withheld.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
+import threading
 from collections.abc import Callable
 
 import httpx
 import orjson
 import pytest
 
-from tests.hardening.conftest import CLEAN, Conn, Guard, RawUpstream, chat, eventually, response
+from tests.hardening.conftest import (
+    CLEAN,
+    SSE_HEAD,
+    Conn,
+    Guard,
+    RawUpstream,
+    chat,
+    chunk,
+    eventually,
+    response,
+)
 
 INJECTED = "sk-Injected-Key-0a1B2c3D4e"
 VARIANTS = (INJECTED, INJECTED.upper(), INJECTED.lower())
@@ -105,4 +117,98 @@ def test_a_server_error_quoting_the_key_is_scrubbed_too(
     )
     answer = http.post(guard.url + "/v1/chat/completions", content=chat(CLEAN))
     assert answer.status_code == 500
+    assert INJECTED.lower() not in answer.text.lower()
+
+
+# --- issue 35 finding 2: the key quoted in a 200's stream -----------------------------------
+
+
+def streaming_quote(released: threading.Event) -> Callable[[Conn], object]:
+    """A 200 event stream whose error event quotes the key it got, in three letter cases, the
+    first copy split across two chunks; the second part waits for ``released`` (the client
+    has the first event: nothing was buffered)."""
+
+    async def behave(conn: Conn) -> None:
+        request = await conn.request()
+        key = request.headers.get("x-api-key") or request.headers["authorization"][7:]
+        first = b'event: message_start\ndata: {"type":"message_start"}\n\n'
+        said = f"Incorrect API key provided: {key} / {key.upper()} / {key.lower()}"
+        event = b"event: error\ndata: " + orjson.dumps(
+            {"type": "error", "error": {"type": "authentication_error", "message": said}}
+        )
+        cut = event.index(key.encode()) + 7  # a key that straddles two chunks
+        await conn.send(SSE_HEAD + chunk(first))
+        for _ in range(500):  # until the client read the first event, 5 s at most
+            if released.is_set():
+                break
+            await asyncio.sleep(0.01)
+        await conn.send(chunk(event[:cut]), pause=0.05)
+        await conn.send(chunk(event[cut:] + b"\n\n") + b"0\r\n\r\n")
+
+    return behave
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/chat/completions"])
+def test_the_injected_key_is_masked_in_a_streamed_answer_as_it_streams(
+    start_guard: Callable[..., Guard],
+    raw_upstream: Callable[..., RawUpstream],
+    http: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+) -> None:
+    released = threading.Event()
+    upstream = raw_upstream(streaming_quote(released))
+    monkeypatch.setenv("TCG_TEST_SCRUB_KEY", INJECTED)
+    guard = start_guard(
+        {"keyed": upstream.url},
+        upstream_overrides={
+            "api_key_env": "TCG_TEST_SCRUB_KEY",
+            "anthropic_base_url": upstream.url,
+        },
+        routing={"default": "keyed"},
+    )
+    body = {"model": "m", "max_tokens": 8, "stream": True, "messages": CLEAN}
+    with http.stream("POST", guard.url + path, content=orjson.dumps(body)) as answer:
+        assert answer.status_code == 200
+        lines = answer.iter_lines()
+        assert next(lines) == "event: message_start"  # before the upstream sent the rest
+        released.set()
+        text = "\n".join(lines)
+    assert "Incorrect API key provided: [redacted]" in text
+    assert text.count("[redacted]") == 3
+    for variant in VARIANTS:
+        assert variant not in text
+    writer = guard.app.state.writer
+    eventually(lambda: writer.written == 1, what="the stream error's record")
+    [record] = http.get(guard.url + "/repairs").json()["data"]
+    full = http.get(f"{guard.url}/repairs/{record['id']}").text
+    for variant in VARIANTS:
+        assert variant not in full
+
+
+async def gzip_quote(conn: Conn) -> None:
+    request = await conn.request()
+    assert request.headers["accept-encoding"] == "gzip"  # only what the proxy reads
+    key = request.headers["authorization"][7:]
+    said = orjson.dumps({"id": "x", "note": f"your key is {key.upper()}"})
+    await conn.send(response(b"200 OK", gzip.compress(said), (b"content-encoding: gzip",)))
+
+
+def test_the_injected_key_is_masked_in_a_compressed_answer(
+    start_guard: Callable[..., Guard],
+    raw_upstream: Callable[..., RawUpstream],
+    http: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TCG_TEST_SCRUB_KEY", INJECTED)
+    guard = start_guard(
+        {"keyed": raw_upstream(gzip_quote).url},
+        upstream_overrides={"api_key_env": "TCG_TEST_SCRUB_KEY"},
+        routing={"default": "keyed"},
+    )
+    headers = {"accept-encoding": "gzip, br, zstd"}
+    answer = http.post(guard.v1 + "/chat/completions", content=chat(CLEAN), headers=headers)
+    assert answer.status_code == 200
+    assert "content-encoding" not in answer.headers  # relayed decoded, checked
+    assert answer.json()["note"].startswith("your key is [redacted]")
     assert INJECTED.lower() not in answer.text.lower()

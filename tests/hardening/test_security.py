@@ -210,3 +210,179 @@ def test_a_missing_client_key_is_refused_before_the_body_is_read(
         answer = sock.recv(65536)  # no body sent: the answer cannot have waited for it
     assert answer.startswith(b"HTTP/1.1 401 ")
     assert upstream.accepted == 0
+
+
+# --- issue 35: a key stays with its owner ----------------------------------------------------
+
+MESSAGES = orjson.dumps(
+    {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+)
+#: A request of every kind a client key can arrive on: Messages, count_tokens, chat, a relayed
+#: path (with Google's ``?key=``).
+KEYED_PATHS = [
+    ("/v1/messages", MESSAGES),
+    ("/v1/messages/count_tokens", MESSAGES),
+    ("/v1/chat/completions", chat(CLEAN)),
+    ("/v1/models/gemini-2.5-pro:generateContent?alt=sse&key={key}", b"{}"),
+]
+
+
+def _seen(upstream: RawUpstream) -> str:
+    """Everything the upstream was sent but the bodies: request lines and header values."""
+    return "\n".join(r.line.decode("latin-1") + repr(r.headers) for r in upstream.requests)
+
+
+@pytest.fixture
+def recording(raw_upstream: Callable[..., RawUpstream]) -> RawUpstream:
+    async def ok(conn: Conn) -> None:
+        await conn.request()
+        await conn.send(response())
+
+    return raw_upstream(ok)
+
+
+def test_a_client_key_never_reaches_an_upstream_in_any_carrier(
+    start_guard: Callable[..., Guard],
+    recording: RawUpstream,
+    http: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 1: the Anthropic SDK with both its variables set sends the client key as
+    ``Authorization: Bearer`` and as ``x-api-key``; other clients in ``api-key``,
+    ``x-goog-api-key`` or ``?key=``. None of them is forwarded; a key that is not a client key
+    (the client's own provider key) still is."""
+    monkeypatch.setenv("TCG_TEST_CLIENT_KEYS", f"{CLIENT_KEY},ck-other-tenant")
+    guard = start_guard(
+        {"openai": recording.url},
+        server={"client_keys_env": "TCG_TEST_CLIENT_KEYS"},
+        upstream_overrides={"anthropic_base_url": recording.url},
+    )
+    every = {
+        "authorization": f"Bearer {CLIENT_KEY}",
+        "x-api-key": CLIENT_KEY,
+        "api-key": CLIENT_KEY,
+        "x-goog-api-key": CLIENT_KEY,
+        "content-type": "application/json",
+    }
+    for path, body in KEYED_PATHS:
+        answer = http.post(guard.url + path.format(key=CLIENT_KEY), content=body, headers=every)
+        assert answer.status_code == 200, (path, answer.text)
+    # x-api-key alone (an Anthropic client with only ANTHROPIC_API_KEY set) on Messages.
+    alone = {"x-api-key": CLIENT_KEY, "content-type": "application/json"}
+    assert http.post(guard.v1 + "/messages", content=MESSAGES, headers=alone).status_code == 200
+    # The client's own provider key beside its client key is the upstream's: it goes on.
+    own = {"authorization": "Bearer ck-other-tenant", "x-api-key": "sk-ant-own-provider-key"}
+    assert http.post(guard.v1 + "/messages", content=MESSAGES, headers=own).status_code == 200
+    assert len(recording.requests) == len(KEYED_PATHS) + 2
+    seen = _seen(recording)
+    for secret in (CLIENT_KEY, "ck-other-tenant"):
+        assert secret not in seen
+    assert recording.requests[-1].headers["x-api-key"] == "sk-ant-own-provider-key"
+    assert b"alt=sse" in recording.requests[3].line  # the other parameters stay
+
+
+def test_no_key_of_the_client_reaches_an_upstream_the_proxy_keys(
+    start_guard: Callable[..., Guard],
+    recording: RawUpstream,
+    http: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 1: where the proxy injects its key, every carrier of the family is replaced or
+    removed (``api-key`` and ``x-goog-api-key`` passed through before)."""
+    monkeypatch.setenv("TCG_TEST_INJECTED_KEY", INJECTED)
+    guard = start_guard(
+        {"keyed": recording.url},
+        upstream_overrides={"api_key_env": "TCG_TEST_INJECTED_KEY"},
+        routing={"default": "keyed"},
+    )
+    every = {**KEY_HEADERS, "x-api-key": API_KEY, "content-type": "application/json"}
+    for path, body in (("/v1/chat/completions", chat(CLEAN)), KEYED_PATHS[3]):
+        answer = http.post(guard.url + path.format(key=GOOG), content=body, headers=every)
+        assert answer.status_code == 200
+    seen = _seen(recording)
+    for secret in (AUTH, API_KEY, GOOG):
+        assert secret not in seen
+    for request in recording.requests:
+        assert request.headers["authorization"] == f"Bearer {INJECTED}"
+        assert not {"x-api-key", "api-key", "x-goog-api-key"} & request.headers.keys()
+    assert recording.requests[1].line.split(b" ")[1].endswith(b":generateContent?alt=sse")
+
+
+async def _cookie_jar(conn: Conn) -> None:
+    await conn.request()
+    cookies = (b"set-cookie: session=upstream-secret; Path=/", b"Set-Cookie: b=2")
+    await conn.send(response(headers=cookies))
+
+
+def test_an_upstreams_cookies_never_reach_a_client(
+    start_guard: Callable[..., Guard], raw_upstream: Callable[..., RawUpstream], http: httpx.Client
+) -> None:
+    guard = start_guard({"openai": raw_upstream(_cookie_jar).url})
+    for path in ("/chat/completions", "/models"):
+        answer = http.post(guard.v1 + path, content=chat(CLEAN))
+        assert answer.status_code == 200
+        assert "set-cookie" not in answer.headers
+        assert not answer.cookies
+
+
+# --- issue 35 finding 5: records stay with the client key that sent them --------------------
+
+
+def _as(key: str | None) -> dict[str, str]:
+    return {} if key is None else {"authorization": f"Bearer {key}"}
+
+
+@pytest.mark.parametrize("admin", [False, True], ids=["no-admin-token", "admin-token"])
+def test_a_client_key_reads_its_own_records_only(
+    start_guard: Callable[..., Guard],
+    recording: RawUpstream,
+    http: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+    admin: bool,
+) -> None:
+    """On loopback, no admin token: a caller with no key, or another tenant, read tenant A's
+    records before. Now a client key reads its own (list, stats, one record, at once and once
+    written), the admin token all, anyone else nothing."""
+    monkeypatch.setenv("TCG_TEST_CLIENT_KEYS", f"{CLIENT_KEY},ck-tenant-b")
+    monkeypatch.setenv("TCG_TEST_ADMIN", "admin-token-0123456789")
+    server = {"client_keys_env": "TCG_TEST_CLIENT_KEYS"}
+    if admin:
+        server["admin_token_env"] = "TCG_TEST_ADMIN"
+    guard = start_guard({"openai": recording.url}, server=server)
+    sent = http.post(guard.v1 + "/chat/completions", content=chat(ORPHAN), headers=_as(CLIENT_KEY))
+    record = sent.headers["x-toolcall-guard-record"]
+    other = http.post(
+        guard.v1 + "/chat/completions", content=chat(ORPHAN), headers=_as("ck-tenant-b")
+    )
+    assert other.status_code == 200
+
+    for moment in ("at once", "written"):
+        if moment == "written":
+            writer = guard.app.state.writer
+            eventually(lambda: writer.written == 2, what="both records written")
+        for stranger in (None, "ck-tenant-b", "not-a-key", "admin-token-0123456789"):
+            if stranger == "admin-token-0123456789" and admin:
+                continue
+            one = http.get(f"{guard.url}/repairs/{record}", headers=_as(stranger))
+            assert one.status_code == (404 if stranger == "ck-tenant-b" else 401), stranger
+            assert "Read a.txt" not in one.text
+        mine = http.get(f"{guard.url}/repairs/{record}", headers=_as(CLIENT_KEY))
+        assert mine.status_code == 200
+        assert mine.json()["received"]["messages"][0]["content"] == "Read a.txt"
+    for key, count in ((CLIENT_KEY, 1), ("ck-tenant-b", 1)):
+        page = http.get(guard.url + "/repairs", headers=_as(key)).json()["data"]
+        assert len(page) == count
+        assert (record in [r["id"] for r in page]) == (key == CLIENT_KEY)
+        stats = http.get(guard.url + "/repairs/stats", headers=_as(key)).json()
+        assert stats["total"] == count
+    for path in ("/repairs", "/repairs/stats"):
+        assert http.get(guard.url + path).status_code == 401
+    deleting = http.delete(
+        guard.url + "/repairs?before=2999-01-01T00:00:00Z", headers=_as(CLIENT_KEY)
+    )
+    assert deleting.status_code == 403
+    if admin:
+        everyone = _as("admin-token-0123456789")
+        assert len(http.get(guard.url + "/repairs", headers=everyone).json()["data"]) == 2
+        assert http.get(f"{guard.url}/repairs/{record}", headers=everyone).status_code == 200
+        assert http.get(guard.url + "/repairs/stats", headers=everyone).json()["total"] == 2
