@@ -43,7 +43,7 @@ from proxy.api import fate, limits
 from proxy.api.counters import Counters
 from proxy.api.guard import Guard
 from proxy.api.headers import ClientHeaders, own_headers
-from proxy.api.keys import key_of, target_without_keys
+from proxy.api.keys import key_of, query_keys, target_without_keys
 from proxy.api.learned import LearnedStrips, client_digests
 from proxy.api.noapi import explained
 from proxy.api.retry import Retry
@@ -165,13 +165,18 @@ class ProxyEndpoint:
             state.client = self.client_keys[token.strip()]
             return
         header = wire.key_header.encode()
-        carried = None if header == b"authorization" else state.key(header)
-        if carried is not None and key_of(header, carried) in self.client_keys:
-            state.client = self.client_keys[key_of(header, carried)]
-            return
+        carried = [] if header == b"authorization" else [state.key(header)]
+        if header == b"x-goog-api-key":  # Google's clients send it as ?key= just as well
+            carried += query_keys(state.scope["query_string"])
+        for value in carried:
+            if value is not None and key_of(header, value) in self.client_keys:
+                state.client = self.client_keys[key_of(header, value)]
+                return
         where = "'Authorization: Bearer <key>'"
         if header != b"authorization":
             where += f" or '{wire.key_header}: <key>'"
+        if header == b"x-goog-api-key":
+            where += " or '?key=<key>'"
         raise Unauthorized(
             f"This proxy needs a client key: send {where} with one of the keys configured in "
             "the variable named by server.client_keys_env."

@@ -105,6 +105,9 @@ function tokenDialog(error, hadToken) {
       h("h2", {}, hadToken ? "The admin token was not accepted" : "Admin token needed"),
       h("p", { className: "muted" }, `The server answered ${error.status}: ${error.message}`),
       h("p", {}, "It is kept in this tab only (sessionStorage) and sent as a Bearer token."),
+      // With client keys configured, a client key opens the records it sent (its owner's view).
+      error.message.includes("client key")
+        ? h("p", {}, "A client key of this proxy opens the records that key sent.") : null,
       input,
       h("div", { className: "actions" },
         h("button", { type: "submit", className: "btn btn-primary" }, "Use token"), cancel));

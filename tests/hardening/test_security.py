@@ -386,3 +386,30 @@ def test_a_client_key_reads_its_own_records_only(
         assert len(http.get(guard.url + "/repairs", headers=everyone).json()["data"]) == 2
         assert http.get(f"{guard.url}/repairs/{record}", headers=everyone).status_code == 200
         assert http.get(guard.url + "/repairs/stats", headers=everyone).json()["total"] == 2
+
+
+def test_a_google_client_may_send_its_client_key_as_a_query_parameter(
+    start_guard: Callable[..., Guard],
+    recording: RawUpstream,
+    http: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gemini's clients send their key as ``x-goog-api-key`` or ``?key=``: a client key there
+    is accepted, and never forwarded."""
+    monkeypatch.setenv("TCG_TEST_CLIENT_KEYS", CLIENT_KEY)
+    guard = start_guard(
+        {"openai": recording.url},
+        server={"client_keys_env": "TCG_TEST_CLIENT_KEYS"},
+        upstream_overrides={"gemini_base_url": recording.url.removesuffix("/v1")},
+    )
+    path = "/v1beta/models/gemini-2.5-pro:countTokens"
+    body = orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    for query, header in ((f"?key={CLIENT_KEY}&x=1", {}), ("?x=1", {"x-goog-api-key": CLIENT_KEY})):
+        answer = http.post(guard.url + path + query, content=body, headers=header)
+        assert answer.status_code == 200, answer.text
+    refused = http.post(guard.url + path + "?key=wrong", content=body)
+    assert refused.status_code == 401
+    assert "?key=" in refused.text
+    assert len(recording.requests) == 2
+    assert CLIENT_KEY not in _seen(recording)
+    assert all(r.line.split(b" ")[1].endswith(b":countTokens?x=1") for r in recording.requests)
