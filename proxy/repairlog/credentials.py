@@ -31,13 +31,14 @@ CREDENTIAL_SUFFIXES = ("_token", "_secret", "_password", "_api_key", "_apikey", 
 #: Names that hold one at the top level of a body only.
 TOP_LEVEL_NAMES = frozenset({"key"})
 
-#: A key of a compact JSON text that may name a credential: the cheap test before the walk
-#: (an escaped quote inside a string never matches ``"name":``).
-_MAYBE = re.compile(
-    rb'"(?:[^"\\]*(?:token|secret|password|passwd|api.?key|apikey|cookie|private.?key)'
-    rb'|authorization|proxy.authorization|bearer|credentials|key)":',
-    re.IGNORECASE,
+#: How every credential's name ends, as a key of compact JSON lower-cased: the test before the
+#: walk (one pass in C over the serialised body; a quote escaped in a string never matches).
+_ENDING = re.compile(
+    rb'(?:key|token|secret|passw(?:or)?d|cookie|authorization|bearer|credentials)":'
 )
+#: Names already decided (a body's keys repeat: role, content, type…), bounded.
+_DECIDED: dict[str, bool] = {}
+_DECIDED_MAX = 4096
 
 
 def is_credential(name: str, top: bool = False) -> bool:
@@ -50,20 +51,21 @@ def is_credential(name: str, top: bool = False) -> bool:
 
 def without_credentials(body: Any) -> Any:
     """``body`` without any field :func:`is_credential` names, at any depth. The same object
-    when there is none (a body is serialised once to tell; the walk runs only on a hit); else a
-    copy along the paths that changed, the input never mutated."""
+    when there is none; else a copy along the paths that changed, the input never mutated.
+    The body is serialised once to tell (in C); only a body that may hold one is walked."""
     if not isinstance(body, (dict, list)):
         return body
     try:
-        text = orjson.dumps(body)
-    except orjson.JSONEncodeError:  # not JSON: walked as it is
-        text = b'"key":'
-    if _MAYBE.search(text) is None:
-        return body
-    return _walk(body, True)
+        maybe = _ENDING.search(orjson.dumps(body).lower()) is not None
+    except orjson.JSONEncodeError:  # not JSON (no key a wire API sent): walked as it is
+        maybe = True
+    return _walk(body, True) if maybe else body
 
 
 def _walk(value: Any, top: bool) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value  # the common leaves, told apart first
     if isinstance(value, dict):
         return _walk_dict(value, top)
     if isinstance(value, list):
@@ -78,10 +80,21 @@ def _walk(value: Any, top: bool) -> Any:
     return value
 
 
+def _named_credential(name: Any, top: bool) -> bool:
+    if top or type(name) is not str:
+        return isinstance(name, str) and is_credential(name, top)
+    decided = _DECIDED.get(name)
+    if decided is None:
+        decided = is_credential(name)
+        if len(_DECIDED) < _DECIDED_MAX:
+            _DECIDED[name] = decided
+    return decided
+
+
 def _walk_dict(value: dict[Any, Any], top: bool) -> dict[Any, Any]:
     out: dict[Any, Any] | None = None
     for name, item in value.items():
-        if isinstance(name, str) and is_credential(name, top):
+        if _named_credential(name, top):
             if out is None:
                 out = dict(value)
             del out[name]
