@@ -117,6 +117,7 @@ class RequestState:
         if connection is not None:  # it names more hop-by-hop headers (RFC 9110 §7.6.1)
             extra = connection_tokens(connection)
             forward = [(k, v) for k, v in forward if k not in extra]
+            self.keys = [(k, v) for k, v in self.keys if k not in extra]
         self.forward = forward
         self.log = RequestLog(scope["method"], scope["path"], request_id(sent_id), perf_counter())
 

@@ -16,6 +16,7 @@ import httpx
 import orjson
 import pytest
 
+from proxy.relay.mask import KeyMask
 from tests.hardening.conftest import (
     CLEAN,
     SSE_HEAD,
@@ -212,3 +213,23 @@ def test_the_injected_key_is_masked_in_a_compressed_answer(
     assert "content-encoding" not in answer.headers  # relayed decoded, checked
     assert answer.json()["note"].startswith("your key is [redacted]")
     assert INJECTED.lower() not in answer.text.lower()
+
+
+def test_a_key_split_anywhere_is_masked_and_nothing_else_waits() -> None:
+    """The stream mask, alone: every split of a body into chunks gives the same bytes as the
+    whole body masked, and a chunk that cannot end in a key's start is not held back."""
+    key = INJECTED.encode()
+    body = b"data: a " + key + b" b " + key.lower() + b"\n\n" + key[:5] + b"x" + key.upper()
+    whole = KeyMask([key])
+    expected = whole.feed(body) + whole.flush()
+    assert key.lower() not in expected.lower()
+    assert len(expected) == len(body)  # same length: a content-length stays true
+    for cut in range(len(body)):
+        for step in (1, 7):
+            mask = KeyMask([key])
+            parts = [body[:cut]] + [body[i : i + step] for i in range(cut, len(body), step)]
+            assert b"".join(mask.feed(p) for p in parts) + mask.flush() == expected
+    mask = KeyMask([key])
+    assert mask.feed(b"event: ping\ndata: {}\n\n") == b"event: ping\ndata: {}\n\n"
+    assert mask.feed(b"quoted: sk-Inj") == b"quoted: "  # may be the key's start: held
+    assert mask.feed(b"ected") + mask.flush() == b"sk-Injected"  # it was not
