@@ -413,3 +413,38 @@ def test_a_google_client_may_send_its_client_key_as_a_query_parameter(
     assert len(recording.requests) == 2
     assert CLIENT_KEY not in _seen(recording)
     assert all(r.line.split(b" ")[1].endswith(b":countTokens?x=1") for r in recording.requests)
+
+
+def test_a_nested_credential_is_never_served_back_by_the_record(
+    start_guard: Callable[..., Guard], raw_upstream: Callable[..., RawUpstream], http: httpx.Client
+) -> None:
+    """Finding 3: full capture kept ``mcp_servers[].authorization_token`` and served it back
+    at ``GET /repairs/{id}``; no field named as a credential is stored, at any depth."""
+
+    async def refuse(conn: Conn) -> None:
+        await conn.request()
+        await conn.send(response(b"400 Bad Request", b'{"error":{"message":"no"}}'))
+
+    guard = start_guard(
+        {"openai": raw_upstream(refuse).url},
+        upstream_overrides={"anthropic_base_url": raw_upstream(refuse).url},
+    )
+    body = orjson.loads(MESSAGES)
+    body["mcp_servers"] = [
+        {"type": "url", "url": "https://mcp.example/sse", "authorization_token": "SECRET-mcp-1"}
+    ]
+    body["metadata"] = {"headers": {"Authorization": "Bearer SECRET-2", "db_password": "S-3"}}
+    sent = http.post(guard.v1 + "/messages", content=orjson.dumps(body))
+    assert sent.status_code == 400
+    record = sent.headers["x-toolcall-guard-record"]
+    writer = guard.app.state.writer
+    for moment in ("at once", "written"):
+        if moment == "written":
+            eventually(lambda: writer.written == 1, what="the refusal's record")
+        full = http.get(f"{guard.url}/repairs/{record}")
+        assert full.status_code == 200
+        assert full.json()["received"]["mcp_servers"] == [
+            {"type": "url", "url": "https://mcp.example/sse"}
+        ]
+        for secret in ("SECRET-mcp-1", "SECRET-2", "S-3"):
+            assert secret not in full.text
