@@ -21,7 +21,8 @@ from tests.hardening.conftest import ORPHAN, Guard
 from tests.servers import running
 
 KEYS_ENV = "TCG_TEST_SCOPE_CLIENT_KEYS"
-OWNER, COPYCAT = "ck-owner-1", "ck-copycat-2"
+ADMIN_ENV = "TCG_TEST_SCOPE_ADMIN_TOKEN"
+OWNER, COPYCAT, ADMIN = "ck-owner-1", "ck-copycat-2", "admin-token-3"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,8 @@ def _records(http: httpx.Client, guard: Guard, count: int) -> list[dict[str, Any
     while guard.app.state.writer.written < count:
         assert time.monotonic() < deadline, "records were never written"
         time.sleep(0.02)
-    rows: list[dict[str, Any]] = http.get(guard.url + "/repairs").json()["data"]
+    admin = {"authorization": f"Bearer {ADMIN}"}  # every client's records (issue 35)
+    rows: list[dict[str, Any]] = http.get(guard.url + "/repairs", headers=admin).json()["data"]
     return rows
 
 
@@ -58,9 +60,10 @@ def test_a_copied_conversation_start_is_a_conversation_of_its_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(KEYS_ENV, f"{OWNER},{COPYCAT}")
+    monkeypatch.setenv(ADMIN_ENV, ADMIN)
     guard = start_guard(
         {"openai": openai},
-        server={"client_keys_env": KEYS_ENV},
+        server={"client_keys_env": KEYS_ENV, "admin_token_env": ADMIN_ENV},
         repair_log_settings={"url": "memory://", "flush_interval": 0.05},
     )
 
@@ -81,3 +84,6 @@ def test_a_copied_conversation_start_is_a_conversation_of_its_own(
     assert rows[owners[0]]["repeats"] == 1  # the owner's own later turn, not the copies
     assert rows[copies[0]]["repeats"] == 2
     assert rows[owners[0]]["conversation"] != rows[copies[0]]["conversation"]
+    mine = {"authorization": f"Bearer {COPYCAT}"}  # and each client key reads its own only
+    listed = http.get(guard.url + "/repairs", headers=mine).json()["data"]
+    assert [row["id"] for row in listed] == [copies[0]]
