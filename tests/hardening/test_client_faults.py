@@ -48,7 +48,7 @@ def connect(guard: Guard) -> socket.socket:
 
 def head(path: str, length: int) -> bytes:
     return (
-        f"POST {path} HTTP/1.1\r\nhost: proxy\r\ncontent-type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n"
         f"content-length: {length}\r\n\r\n"
     ).encode()
 
