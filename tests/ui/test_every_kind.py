@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from proxy.repairlog.capture import apply_capture
+from proxy.repairlog.capture import Digests, apply_capture
 from proxy.repairlog.record import Record, new_record_id
 from tests.servers import running
 from tests.ui.conftest import orphan_record, screenshot, viewer_app
@@ -43,6 +43,9 @@ VISIBLE_TEXT = """
   return texts;
 }
 """
+
+#: The log's key the writer would read from it (issue 35: redacted digests are keyed).
+KEYED = Digests(b"k" * 32)
 
 
 def _json_nulls_dropped(text: str) -> str:
@@ -101,8 +104,10 @@ class EveryKind:
             "ending-complete": _ended(second.synthesized, "complete", 1),
             "ending-timeout": _ended(messages, "upstream_timeout", 2),
             "ending-client-gone": _ended(second.responses, "client_gone", 3),
-            "redacted": apply_capture(_ended(messages, None, 4), "redacted", 4096),
-            "structure-only": apply_capture(_ended(second.upstream_rejected, None, 5), "none", 0),
+            "redacted": apply_capture(_ended(messages, None, 4), "redacted", 4096, KEYED),
+            "structure-only": apply_capture(
+                _ended(second.upstream_rejected, None, 5), "none", 0, KEYED
+            ),
             "conversation": self.turns[0],
             "repeat": self.turns[-1],
         }
