@@ -74,7 +74,8 @@ def test_render_sends_each_error_with_its_own_headers() -> None:
     _, headers, _ = render(RequestTimeout("too slow"))
     assert (b"connection", b"close") in headers
     _, headers, _ = render(UpstreamLacksApi("no such API"))
-    assert [name for name, _ in headers] == [b"content-type", b"content-length"]
+    names = [name for name, _ in headers]
+    assert names == [b"content-type", b"content-length", b"x-content-type-options"]  # issue 35
 
 
 @pytest.mark.parametrize(
