@@ -92,7 +92,7 @@ def _client_keys(request: Request) -> dict[bytes, str]:
     """The configured client keys and their owner names, as the proxy endpoint read them."""
     proxy = getattr(request.app.state, "proxy", None)
     if proxy is not None:
-        keys: dict[bytes, str] = proxy.client_keys
+        keys: dict[bytes, str] = proxy.keyring.client_keys
         return keys
     from proxy.api.learned import client_digests  # learned's routes import this module
 

@@ -43,15 +43,15 @@ from proxy.api import fate, limits
 from proxy.api.counters import Counters
 from proxy.api.guard import Guard
 from proxy.api.headers import ClientHeaders, own_headers
-from proxy.api.keys import key_of, query_keys, target_without_keys
-from proxy.api.learned import LearnedStrips, client_digests
+from proxy.api.keyring import Keyring
+from proxy.api.learned import LearnedStrips
 from proxy.api.noapi import explained
 from proxy.api.retry import Retry
-from proxy.api.scrub import masked, readable_codings, scrubbed
+from proxy.api.scrub import masked, scrubbed
 from proxy.api.state import RequestState
 from proxy.api.units import UNITS, WireApi, native_unit, unit_for
 from proxy.core.wire import CHAT, Route, Wire
-from proxy.errors import ClientGone, ProxyError, Unauthorized
+from proxy.errors import ClientGone, ProxyError
 from proxy.relay.asgi import (
     ClientWatch,
     ErrorEvent,
@@ -91,16 +91,7 @@ class ProxyEndpoint:
         self.learned = LearnedStrips()
         self.guard = Guard(settings, self.router, self.counters, self.learned)
         self.retry = Retry(settings, self.counters, self.learned)
-        # Keys are read from the environment once, at start.
-        self.keys = {
-            name: key
-            for name, u in settings.upstreams.items()
-            if (key := settings.secret(u.api_key_env))
-        }
-        #: The header an upstream takes its key in, where not the API's usual one (Vertex).
-        self.key_headers = {n: u.key_header for n, u in settings.upstreams.items() if u.key_header}
-        #: The configured client keys, each with its reporter name (a digest, never the key).
-        self.client_keys = client_digests(settings.client_keys())
+        self.keyring = Keyring(settings)
         self.relay: Relay | None = None
         self.writer: RecordWriter | None = None
         self.tracing = tracing  # OpenTelemetry (proxy.telemetry): None when off
@@ -117,7 +108,9 @@ class ProxyEndpoint:
         unit, route = self._unit(rest, native)
         wire = CHAT if unit is None else unit.wire
         try:
-            self._authorize(state, wire)  # first: nothing, not even upstream names, before a key
+            self.keyring.authorize(
+                state, wire
+            )  # first: nothing, not even upstream names, before a key
             upstream = self.router.by_prefix(prefix) if prefix is not None else None
             path = upstream_target(scope, prefix, rest, versioned=native is not None)
             body = await read_body(receive, self.max_body, self.body_timeout)
@@ -154,41 +147,13 @@ class ProxyEndpoint:
             return None, None
         return unit, _CHECKED if rest == unit.path else _RELAYED
 
-    def _authorize(self, state: RequestState, wire: Wire) -> None:
-        """401 unless the client sent a client key (when they are configured): as
-        ``Authorization: Bearer``, or in the row's key header (``x-api-key``). The key used is
-        for this proxy: it is never forwarded."""
-        if not self.client_keys:
-            return
-        scheme, _, token = (state.key(b"authorization") or b"").partition(b" ")
-        if scheme.lower() == b"bearer" and token.strip() in self.client_keys:
-            state.client = self.client_keys[token.strip()]
-            return
-        header = wire.key_header.encode()
-        carried = [] if header == b"authorization" else [state.key(header)]
-        if header == b"x-goog-api-key":  # Google's clients send it as ?key= just as well
-            carried += query_keys(state.scope["query_string"])
-        for value in carried:
-            if value is not None and key_of(header, value) in self.client_keys:
-                state.client = self.client_keys[key_of(header, value)]
-                return
-        where = "'Authorization: Bearer <key>'"
-        if header != b"authorization":
-            where += f" or '{wire.key_header}: <key>'"
-        if header == b"x-goog-api-key":
-            where += " or '?key=<key>'"
-        raise Unauthorized(
-            f"This proxy needs a client key: send {where} with one of the keys configured in "
-            "the variable named by server.client_keys_env."
-        )
-
     async def _forward(
         self, state: RequestState, upstream: str, url: str, body: bytes, wire: Wire
     ) -> None:
         assert self.relay is not None, "ProxyEndpoint used before bind()"
-        headers = self._upstream_headers(state, upstream, wire)
-        key = self._injected(upstream, wire)
-        url = self._without_query_keys(url, key is not None)
+        headers = self.keyring.upstream_headers(state, upstream, wire)
+        key = self.keyring.injected(upstream, wire)
+        url = self.keyring.without_query_keys(url, key is not None)
         watch = ClientWatch(state.receive)
         response: UpstreamResponse | None = None
         try:
@@ -209,11 +174,6 @@ class ProxyEndpoint:
             watch.stop()
             if response is not None:  # on every path: a refusal read that failed halfway too
                 await response.aclose()
-
-    def _injected(self, upstream: str, wire: Wire) -> bytes | None:
-        """The value of the key header the proxy sends ``upstream`` for ``wire``, if any."""
-        key = self.keys.get(upstream)
-        return None if key is None else wire.key_value(key, self.key_headers.get(upstream))
 
     async def _send(
         self, state: RequestState, upstream: str, url: str, headers: RawHeaders, body: bytes
@@ -239,7 +199,7 @@ class ProxyEndpoint:
         attempt = state.attempts[-1] if state.attempts else None
         # A refusal the retry already read (and did not retry) is not captured again.
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
-        if (key := self._injected(upstream, wire)) is not None:  # it may quote the key
+        if (key := self.keyring.injected(upstream, wire)) is not None:  # it may quote the key
             response = await scrubbed(response, key) if status >= 400 else masked(response, key)
         if state.trace is not None:  # telemetry: the answer read as it is relayed
             response = state.trace.reading(response)
@@ -259,12 +219,12 @@ class ProxyEndpoint:
         state.ended(ending)
         if errors is not None and errors.found is not None and attempt is not None:
             text = bytes(errors.found).decode("utf-8", "replace")
-            state.stream_failed(attempt, text, self._injected(upstream, wire))
+            state.stream_failed(attempt, text, self.keyring.injected(upstream, wire))
         if not refused or attempt is None:
             return
         if captured is not None:
             text = decoded(captured, out.encoding, capture)
-            state.refused(attempt, status, text, self._injected(upstream, wire))
+            state.refused(attempt, status, text, self.keyring.injected(upstream, wire))
         kind = attempt.error_kind if attempt.known else "unknown"  # unknown: no row matched
         self.counters.upstream_rejected(upstream, state.api or "-", kind or "unknown").inc()
 
@@ -281,37 +241,6 @@ class ProxyEndpoint:
         if retried:
             extra.append((b"x-toolcall-guard-retried", ",".join(retried).encode()))
         return own_headers(state.log, state.record_id, extra)
-
-    def _upstream_headers(self, state: RequestState, upstream: str, wire: Wire) -> RawHeaders:
-        """The client's headers, with the keys :mod:`proxy.api.keys` says the upstream gets."""
-        headers = state.forward
-        key = self._injected(upstream, wire)
-        if key is not None:  # the proxy's key, as the row says; every one of the client's goes
-            # The answer is read for the key as it streams: in an encoding the proxy reads.
-            for i, (name, value) in enumerate(headers):
-                if name == b"accept-encoding":
-                    headers[i] = (name, readable_codings(value))
-            header = self.key_headers.get(upstream) or wire.key_header
-            headers.append((header.encode(), key))
-            return headers
-        for name, value in state.keys:
-            # With client keys configured the client's Authorization is a key for this proxy,
-            # not for the upstream (which then answers 401); so is any client key, wherever.
-            if self.client_keys and (
-                name == b"authorization" or key_of(name, value) in self.client_keys
-            ):
-                continue
-            headers.append((name, value))
-        return headers
-
-    def _without_query_keys(self, url: str, injected: bool) -> str:
-        """``url`` without the ``key`` query parameters the upstream must not get: every one
-        when the proxy injects its key, a client key's always."""
-        if injected:
-            return target_without_keys(url, lambda _: True)
-        if self.client_keys:
-            return target_without_keys(url, lambda value: value.strip() in self.client_keys)
-        return url
 
     def _finish(self, state: RequestState) -> None:
         log = state.log

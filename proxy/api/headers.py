@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+
 from proxy.logs import RequestLog
-from proxy.relay.base import RawHeaders, response_headers
+from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens, response_headers
 
 
 def own_headers(log: RequestLog, record: str | None, extra: RawHeaders) -> RawHeaders:
@@ -43,3 +46,44 @@ class ClientHeaders:
                 continue
             headers.append((name, value))
         self.headers = headers
+
+
+@dataclass(slots=True)
+class RequestHeaders:
+    """A client's request headers, read once: what is forwarded, the key carriers, the proxy's
+    own control headers."""
+
+    forward: RawHeaders = field(default_factory=list)  # in order, hop-by-hop ones dropped
+    #: The headers carrying a key (``authorization``, ``x-api-key``…), as sent, in order.
+    keys: RawHeaders = field(default_factory=list)
+    mode: bytes | None = None  # x-toolcall-guard-mode
+    upstream: bytes | None = None  # x-toolcall-guard-upstream
+    request_id: bytes | None = None  # the client's x-request-id
+
+
+def read_request_headers(
+    headers: Iterable[tuple[bytes, bytes]], key_headers: Collection[bytes]
+) -> RequestHeaders:
+    """Split the client's headers: control headers and hop-by-hop ones set aside (those a
+    ``Connection`` header names too, RFC 9110 §7.6.1), key carriers apart, the rest in order."""
+    sent, connection = RequestHeaders(), None
+    for name, value in headers:
+        if name in REQUEST_DROP:
+            if name == b"x-toolcall-guard-upstream":
+                sent.upstream = value
+            elif name == b"x-toolcall-guard-mode":
+                sent.mode = value
+            elif name == b"connection":
+                connection = value
+            continue
+        if name in key_headers:
+            sent.keys.append((name, value))
+            continue
+        if name == b"x-request-id":
+            sent.request_id = value
+        sent.forward.append((name, value))
+    if connection is not None:
+        extra = connection_tokens(connection)
+        sent.forward = [(k, v) for k, v in sent.forward if k not in extra]
+        sent.keys = [(k, v) for k, v in sent.keys if k not in extra]
+    return sent

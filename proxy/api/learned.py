@@ -46,7 +46,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
 from proxy.api.auth import AdminRoute, require_admin
-from proxy.api.repairs import ERRORS
+from proxy.api.repair_models import ERRORS
 from proxy.core.retry import strip_field
 from proxy.core.rule import Finding
 from proxy.errors import LearningUnavailable

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from starlette.types import Receive, Scope, Send
 
 from proxy.api.attempt import Attempt, event_error_type, rule_list
+from proxy.api.headers import read_request_headers
 from proxy.api.keys import KEY_HEADERS, key_of, query_keys
 from proxy.api.scrub import redacted, secret_of
 from proxy.core.policy import Outcome, Policy
 from proxy.core.rule import Finding
 from proxy.logs import RequestLog, request_id
 from proxy.relay.asgi import RESPONSE_STARTED
-from proxy.relay.base import REQUEST_DROP, RawHeaders, connection_tokens
 from proxy.repairlog.classify import classify_refusal
 from proxy.repairlog.record import Ending, new_record_id
 
@@ -75,13 +75,9 @@ class RequestState:
         self.scope = scope
         self.receive = receive
         self.send = send
-        #: The headers carrying a key (``authorization``, ``x-api-key``…), as sent, in order.
-        self.keys: RawHeaders = []
         #: The reporter name of the client key the request came with (client keys configured).
         self.client: str | None = None
-        self.mode: bytes | None = None
         self.mode_ignored = False  # a mode header the config does not allow
-        self.upstream_header: bytes | None = None
         self.api: str | None = None  # the wire API unit that checked the body, if any
         self.data: Any = None  # the parsed body (units only)
         self.body_size = 0  # bytes of the bodies the record holds, decompressed
@@ -97,29 +93,12 @@ class RequestState:
         #: How the answer the client got ended (None until it has: see :meth:`ended`).
         self.ending: Ending | None = None
         self.trace: RequestTrace | None = None  # its spans, while tracing is on (telemetry)
-        sent_id = connection = None
-        forward: RawHeaders = []
-        for name, value in scope["headers"]:
-            if name in REQUEST_DROP:
-                if name == b"x-toolcall-guard-upstream":
-                    self.upstream_header = value
-                elif name == b"x-toolcall-guard-mode":
-                    self.mode = value
-                elif name == b"connection":
-                    connection = value
-                continue
-            if name in _KEY_HEADERS:
-                self.keys.append((name, value))
-                continue
-            if name == b"x-request-id":
-                sent_id = value
-            forward.append((name, value))
-        if connection is not None:  # it names more hop-by-hop headers (RFC 9110 §7.6.1)
-            extra = connection_tokens(connection)
-            forward = [(k, v) for k, v in forward if k not in extra]
-            self.keys = [(k, v) for k, v in self.keys if k not in extra]
-        self.forward = forward
-        self.log = RequestLog(scope["method"], scope["path"], request_id(sent_id), perf_counter())
+        sent = read_request_headers(scope["headers"], _KEY_HEADERS)
+        self.forward, self.keys = sent.forward, sent.keys
+        self.mode, self.upstream_header = sent.mode, sent.upstream
+        self.log = RequestLog(
+            scope["method"], scope["path"], request_id(sent.request_id), perf_counter()
+        )
 
     def key(self, name: bytes) -> bytes | None:
         """The value of the key-carrying header ``name``, if the client sent it."""
@@ -147,6 +126,10 @@ class RequestState:
         attempt.error_kind, attempt.known = classify_refusal(status, text)
 
     # --- what the proxy decided and how the request ended: written here only ----------------
+
+    def authorized(self, client: str) -> None:
+        """The request came with the client key whose reporter name is ``client``."""
+        self.client = client
 
     def received(self, size: int) -> None:
         """The body arrived: ``size`` bytes (decompressed, once a unit's check inflated it:

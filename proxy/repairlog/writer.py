@@ -28,6 +28,7 @@ from proxy import metrics
 from proxy.errors import RepairLogError, RepairLogUnavailable
 from proxy.repairlog.base import RepairLog
 from proxy.repairlog.capture import Digests, capture_batch
+from proxy.repairlog.health import Health
 from proxy.repairlog.record import Record
 from proxy.repairlog.retention import retain
 from proxy.repairlog.unwritten import Unwritten
@@ -66,11 +67,7 @@ class RecordWriter:
         self._stopping = False
         self._in_flight = 0  # records of the batch being written
         self._bytes = 0  # Record.size of the pending records
-        self._failures = 0  # failed tries in a row
-        self.written = 0  # records written, and dropped (read by /readyz and the tests)
-        self.dropped = 0
-        self._healthy = True
-        self._last_error: str | None = None
+        self.health = Health()
         #: The log's keyed digests (``capture`` redacted or none), read from it once.
         self._digests: Digests | None = None
 
@@ -80,20 +77,28 @@ class RecordWriter:
         return len(self._queue) + self._in_flight
 
     @property
+    def written(self) -> int:
+        return self.health.written
+
+    @property
+    def dropped(self) -> int:
+        return self.health.dropped
+
+    @property
     def healthy(self) -> bool:
         """False from a failed write until the next successful one (or when the task died)."""
-        return self._healthy
+        return self.health.healthy
 
     @property
     def stalled(self) -> bool:
         """Records are waiting and the last try to write failed (or the writer task died)."""
         died = self._task is not None and self._task.done() and not self._stopping
-        return died or (not self._healthy and self.pending > 0)
+        return died or (not self.health.healthy and self.pending > 0)
 
     @property
     def last_error(self) -> str | None:
         """The most recent write error (kept after recovery, for the operator)."""
-        return self._last_error
+        return self.health.last_error
 
     def start(self) -> None:
         """Start the background tasks; call inside the running event loop."""
@@ -126,12 +131,12 @@ class RecordWriter:
         """Queue ``record``; False (and counted) when the queue is full or the writer stopped."""
         self._unwritten.withdraw(record.id)
         if self._stopping:
-            self._drop(1, "stopped")
+            self.health.drop(1, "stopped")
             return False
         pending = len(self._queue) + self._in_flight
         too_heavy = pending > 0 and self._bytes + record.size > self._settings.queue_bytes
         if pending >= self._settings.queue_size or too_heavy:
-            self._drop(1, "queue_full")
+            self.health.drop(1, "queue_full")
             return False
         self._queue.append(record)
         self._unwritten.queued(record)
@@ -182,7 +187,7 @@ class RecordWriter:
             self._unwritten.done(r for r in batch if r.id not in kept)
             self._bytes -= sum(r.size for r in batch) - sum(r.size for r in left)
             if left and self._stopping:  # no time to wait for the backend: count the rest
-                self._drop(len(left) + len(self._queue), "backend")
+                self.health.drop(len(left) + len(self._queue), "backend")
                 self._queue.clear()
                 self._unwritten.clear()
                 self._bytes = 0
@@ -205,7 +210,7 @@ class RecordWriter:
     async def _pause(self) -> None:
         """Let a failing backend breathe before the next try (cut short by ``stop``)."""
         interval = self._settings.flush_interval
-        pause = min(interval * 2 ** min(self._failures - 1, 16), max(interval, MAX_BACKOFF))
+        pause = min(interval * 2 ** min(self.health.failures - 1, 16), max(interval, MAX_BACKOFF))
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(pause):
                 await self._stop.wait()
@@ -216,7 +221,7 @@ class RecordWriter:
         try:
             digests = await self._key()
         except RepairLogUnavailable as exc:
-            self._failed(exc)
+            self.health.failed(exc)
             return batch
         captured = await asyncio.to_thread(
             capture_batch, batch, settings.capture, settings.max_error_body_bytes, digests
@@ -224,14 +229,14 @@ class RecordWriter:
         try:
             await self._write(captured)
         except RepairLogUnavailable as exc:
-            self._failed(exc)
+            self.health.failed(exc)
             return batch
         except RepairLogError as exc:
             if len(batch) == 1:
-                self._refused(exc)
+                self.health.refused(exc)
                 return []
             return await self._one_by_one(batch, captured)
-        self._succeeded(len(batch))
+        self.health.succeeded(len(batch))
         metrics.REPAIRLOG_REPEATS.inc(sum(r.repeat_of is not None for r in captured))
         return []
 
@@ -241,12 +246,12 @@ class RecordWriter:
             try:
                 await self._write([record])
             except RepairLogUnavailable as exc:
-                self._failed(exc)
+                self.health.failed(exc)
                 return batch[n:]
             except RepairLogError as exc:
-                self._refused(exc)
+                self.health.refused(exc)
             else:
-                self._succeeded(1)
+                self.health.succeeded(1)
         return []
 
     async def _key(self) -> Digests | None:
@@ -270,36 +275,11 @@ class RecordWriter:
                 f"a write took longer than {self._write_timeout:g} s"
             ) from None
 
-    def _succeeded(self, count: int) -> None:
-        self.written += count
-        metrics.REPAIRLOG_WRITTEN.inc(count)
-        if not self._healthy:
-            LOGGER.warning("repair log: writing again after errors")
-        self._healthy = True
-        self._failures = 0
-
-    def _failed(self, exc: RepairLogError) -> None:
-        metrics.REPAIRLOG_ERRORS.inc()
-        if self._healthy:
-            LOGGER.warning("repair log: write failed, keeping records until it recovers: %s", exc)
-        self._healthy = False
-        self._failures += 1
-        self._last_error = str(exc)
-
-    def _refused(self, exc: RepairLogError) -> None:
-        metrics.REPAIRLOG_ERRORS.inc()
-        LOGGER.warning("repair log: a record was refused and dropped: %s", exc)
-        self._drop(1, "invalid")
-
-    def _drop(self, count: int, reason: str) -> None:
-        self.dropped += count
-        metrics.REPAIRLOG_DROPPED.labels(reason).inc(count)
-
     def _abandon(self) -> None:
         """Count what could not be written before the stop deadline."""
         left = len(self._queue) + self._in_flight
         if left:
-            self._drop(left, "shutdown")
+            self.health.drop(left, "shutdown")
         self._queue.clear()
         self._unwritten.clear()
         self._in_flight = 0
@@ -307,7 +287,6 @@ class RecordWriter:
         metrics.REPAIRLOG_QUEUE_DEPTH.set(0)
 
     def _died(self, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            self._healthy = False
-            self._last_error = f"writer task died: {task.exception()!r}"
-            LOGGER.error("repair log: %s", self._last_error, exc_info=task.exception())
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self.health.died(error)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from proxy.api.repairs import OutcomeName
+from proxy.api.repair_models import OutcomeName
 from proxy.app import create_app
 from proxy.quickstart import emulated, emulator_urls
 from proxy.settings import PolicySettings, load_settings
