@@ -77,14 +77,6 @@ class RecordWriter:
         return len(self._queue) + self._in_flight
 
     @property
-    def written(self) -> int:
-        return self.health.written
-
-    @property
-    def dropped(self) -> int:
-        return self.health.dropped
-
-    @property
     def healthy(self) -> bool:
         """False from a failed write until the next successful one (or when the task died)."""
         return self.health.healthy

@@ -58,7 +58,7 @@ def test_the_record_id_answers_before_the_record_is_written(deepseek: str, strea
         record_id = answer.headers["x-toolcall-guard-record"]
         record = http.get(f"{url}/repairs/{record_id}")
         assert record.status_code == 200, record.text
-        assert app.state.writer.written == 0, "served from the queue, not from the log"
+        assert app.state.writer.health.written == 0, "served from the queue, not from the log"
         body = record.json()
         assert body["id"] == record_id
         assert body["outcome"] == "repaired"
@@ -108,7 +108,7 @@ def test_the_writer_serves_announced_queued_and_then_written_records() -> None:
         writer.start()  # batch_size 1: written at once
         async with asyncio.timeout(5):
             # The writer offers no event for "written": its counter, polled within a bound.
-            while writer.written == 0:  # noqa: ASYNC110
+            while writer.health.written == 0:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
         assert writer.find(record.id) is None
         assert await log.get(record.id) is not None

@@ -63,7 +63,7 @@ def _wait_written(http: httpx.Client, proxy: Proxy, count: int) -> None:
     """Until the writer wrote ``count`` records (bounded wait)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if proxy.app.state.writer.written >= count:
+        if proxy.app.state.writer.health.written >= count:
             return
         time.sleep(0.05)
     raise AssertionError(f"{count} records were never written")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import socket
 import subprocess
 import sys
@@ -78,7 +79,11 @@ def test_the_banner_names_google_gemini_base_url() -> None:
     out = io.StringIO()
     banner(settings, {"gemini": "http://127.0.0.1:5001/v1beta/openai"}, out)
     base = f"http://{settings.server.host}:{settings.server.port}"
-    assert f"GOOGLE_GEMINI_BASE_URL={base} " in out.getvalue()
+    assert re.search(
+        rf"^  proxy\s+{re.escape(base)}\s+\(set GOOGLE_GEMINI_BASE_URL to this",
+        out.getvalue(),
+        re.M,
+    )
     out = io.StringIO()
     banner(settings, {"openai": "http://127.0.0.1:5003/v1"}, out)
     assert "GOOGLE_GEMINI_BASE_URL" not in out.getvalue()

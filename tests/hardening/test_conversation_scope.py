@@ -45,7 +45,7 @@ def _turn(n: int) -> dict[str, Any]:
 def _records(http: httpx.Client, guard: Guard, count: int) -> list[dict[str, Any]]:
     """The first records listed, once ``count`` records were written (bounded wait)."""
     deadline = time.monotonic() + 10
-    while guard.app.state.writer.written < count:
+    while guard.app.state.writer.health.written < count:
         assert time.monotonic() < deadline, "records were never written"
         time.sleep(0.02)
     admin = {"authorization": f"Bearer {ADMIN}"}  # every client's records (issue 35)

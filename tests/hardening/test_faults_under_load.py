@@ -159,7 +159,7 @@ def check(http: httpx.Client, guard: Guard, seen: list[Seen], url: str) -> None:
         assert (record["status"], ending) == (s.status, s.ending), (s, record)
     writer = guard.app.state.writer
     eventually(lambda: writer.pending == 0, within=20, what="every record written")
-    assert writer.dropped == 0
+    assert writer.health.dropped == 0
     ids = stored_ids(url)
     assert len(ids) == len(set(ids)), "a record was written twice"
     assert sorted(ids) == sorted(s.record for s in handed)  # every record, and only those

@@ -76,7 +76,7 @@ def test_the_injected_key_is_scrubbed_in_any_case_from_the_answer_and_the_record
         for variant in VARIANTS:
             assert variant not in answer.text
     writer = guard.app.state.writer
-    eventually(lambda: writer.written == 1, what="the refusal's record")
+    eventually(lambda: writer.health.written == 1, what="the refusal's record")
     [record] = http.get(guard.url + "/repairs?limit=5").json()["data"]
     full = http.get(f"{guard.url}/repairs/{record['id']}").text
     assert "[redacted]" in full
@@ -180,7 +180,7 @@ def test_the_injected_key_is_masked_in_a_streamed_answer_as_it_streams(
     for variant in VARIANTS:
         assert variant not in text
     writer = guard.app.state.writer
-    eventually(lambda: writer.written == 1, what="the stream error's record")
+    eventually(lambda: writer.health.written == 1, what="the stream error's record")
     [record] = http.get(guard.url + "/repairs").json()["data"]
     full = http.get(f"{guard.url}/repairs/{record['id']}").text
     for variant in VARIANTS:

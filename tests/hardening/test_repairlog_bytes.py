@@ -42,4 +42,4 @@ def test_gzipd_requests_count_their_decompressed_size_in_the_queue(
     writer = guard.app.state.writer
     held = len(rejected_body(0))
     assert 1 <= writer.pending <= QUEUE_BYTES // held  # 2 at most, not all 8
-    assert writer.pending + writer.dropped == REQUESTS
+    assert writer.pending + writer.health.dropped == REQUESTS

@@ -92,17 +92,17 @@ def test_sqlite_unwritable_at_start_then_writable(
     ids = repaired(http, guard.url, 12)
     writer = guard.app.state.writer
     eventually(lambda: not writer.healthy, what="the writer tried and failed")
-    assert (writer.pending, writer.dropped, writer.written) == (12, 0, 0)
+    assert (writer.pending, writer.health.dropped, writer.health.written) == (12, 0, 0)
     status, reason = readiness(http, guard.url)
     assert status == 503
 
     blocker.unlink()
     blocker.mkdir()  # the storage is back
-    eventually(lambda: writer.written == 12, within=10, what="the queued records written")
+    eventually(lambda: writer.health.written == 12, within=10, what="the queued records written")
     assert readiness(http, guard.url)[0] == 200
     for record_id in ids:
         assert http.get(f"{guard.url}/repairs/{record_id}").status_code == 200
-    assert writer.dropped == 0
+    assert writer.health.dropped == 0
 
 
 def test_sqlite_never_writable_drops_and_counts_beyond_the_queue(
@@ -113,9 +113,9 @@ def test_sqlite_never_writable_drops_and_counts_beyond_the_queue(
     repaired(http, guard.url, 20)
     writer = guard.app.state.writer
     eventually(lambda: not writer.healthy, what="the writer tried and failed")
-    assert writer.written == 0
+    assert writer.health.written == 0
     assert writer.pending == 8  # the queue holds what it can...
-    assert writer.dropped == 12  # ...and counts the rest: 8 + 12 = every repaired request
+    assert writer.health.dropped == 12  # ...and counts the rest: 8 + 12 = every repaired request
     status, reason = readiness(http, guard.url)
     assert status == 503
     assert "/proc" in reason or "unable to open" in reason
@@ -143,7 +143,9 @@ def test_a_locked_sqlite_database_makes_the_proxy_unready_at_once_and_loses_noth
         holder.execute("ROLLBACK")
         holder.close()
     writer = guard.app.state.writer
-    eventually(lambda: writer.written == 3, within=15, what="the records written after the lock")
+    eventually(
+        lambda: writer.health.written == 3, within=15, what="the records written after the lock"
+    )
     eventually(lambda: readiness(http, guard.url)[0] == 200, what="ready again")
     for record_id in ids:
         assert http.get(f"{guard.url}/repairs/{record_id}").status_code == 200
@@ -159,7 +161,7 @@ def test_records_waiting_for_storage_are_bounded_by_their_bytes(
     writer = guard.app.state.writer
     received = len(orjson.dumps({"model": "gpt-4o", "messages": ORPHAN}))
     assert 1 <= writer.pending <= 1024 // received  # each holds its received + forwarded body
-    assert writer.pending + writer.dropped == 20
+    assert writer.pending + writer.health.dropped == 20
 
 
 class Subprocess:
@@ -326,12 +328,12 @@ def test_postgres_down_at_start(
     assert writer.pending == 11
 
     pg_relay.start()
-    eventually(lambda: writer.written == 11, within=10, what="the queued records written")
+    eventually(lambda: writer.health.written == 11, within=10, what="the queued records written")
     assert readiness(http, guard.url)[0] == 200
     stored = pg_ids(pg_url)  # migrated by the writer on its first successful batch
     assert set(stored) == set(ids)
     assert stored[ids[-1]] == "gpt-4o\ufffdnul"
-    assert writer.dropped == 0
+    assert writer.health.dropped == 0
 
 
 @pytest.mark.postgres
@@ -348,7 +350,7 @@ def test_postgres_killed_mid_run_then_restarted(
     guard = start_guard({"openai": emulator}, repair_log=log, repair_log_settings=settings_for(url))
     writer = guard.app.state.writer
     ids = repaired(http, guard.url, 10)
-    eventually(lambda: writer.written == 10, what="records written while the server is up")
+    eventually(lambda: writer.health.written == 10, what="records written while the server is up")
     assert readiness(http, guard.url)[0] == 200
 
     pg_relay.stop()  # killed: the listener and every pooled connection gone
@@ -360,10 +362,10 @@ def test_postgres_killed_mid_run_then_restarted(
     ids += repaired(http, guard.url, 10)
 
     pg_relay.start()
-    eventually(lambda: writer.written == 40, within=10, what="the waiting records written")
+    eventually(lambda: writer.health.written == 40, within=10, what="the waiting records written")
     assert readiness(http, guard.url)[0] == 200
     assert set(pg_ids(pg_url)) == set(ids)
-    assert writer.dropped == 0
+    assert writer.health.dropped == 0
 
 
 @pytest.mark.postgres
@@ -380,11 +382,11 @@ def test_postgres_down_with_a_full_queue_drops_and_counts(
     )
     ids = repaired(http, guard.url, 25)
     writer = guard.app.state.writer
-    assert writer.dropped == 15
+    assert writer.health.dropped == 15
     pg_relay.start()
-    eventually(lambda: writer.written == 10, within=10, what="the queued records written")
+    eventually(lambda: writer.health.written == 10, within=10, what="the queued records written")
     stored = pg_ids(pg_url)
-    assert len(stored) + writer.dropped == len(ids)  # every record: in the log or counted
+    assert len(stored) + writer.health.dropped == len(ids)  # every record: in the log or counted
     assert set(stored) == set(ids[:10])  # the first ten waited; the rest found the queue full
 
 
@@ -413,7 +415,7 @@ def test_a_refused_record_is_dropped_alone() -> None:
         return writer, log, records
 
     writer, log, records = asyncio.run(scenario())
-    assert (writer.written, writer.dropped) == (4, 1)
+    assert (writer.health.written, writer.health.dropped) == (4, 1)
     assert writer.healthy
     kept = {record_id for record_id in log._records}
     assert kept == {r.id for r in records if r.model != "poison"}

@@ -128,7 +128,7 @@ def _all_records(
     """Every record of ``guard``'s log (once its ``count`` records are written), in full, as
     the admin (or the client ``key``) reads them."""
     writer = guard.app.state.writer
-    eventually(lambda: writer.written == count, what=f"{count} records written")
+    eventually(lambda: writer.health.written == count, what=f"{count} records written")
     headers = {} if key is None else {"authorization": f"Bearer {key}"}
     page = http.get(guard.url + "/repairs", params={"limit": 500}, headers=headers)
     ids = [item["id"] for item in page.json()["data"]]
@@ -359,7 +359,7 @@ def test_a_client_key_reads_its_own_records_only(
     writer = guard.app.state.writer
     for moment in ("at once", "written"):
         if moment == "written":
-            eventually(lambda: writer.written == 2, what="both records written")
+            eventually(lambda: writer.health.written == 2, what="both records written")
         for stranger in (None, "ck-tenant-b", "not-a-key", "admin-token-0123456789"):
             if stranger == "admin-token-0123456789" and admin:
                 continue
@@ -440,7 +440,7 @@ def test_a_nested_credential_is_never_served_back_by_the_record(
     writer = guard.app.state.writer
     for moment in ("at once", "written"):
         if moment == "written":
-            eventually(lambda: writer.written == 1, what="the refusal's record")
+            eventually(lambda: writer.health.written == 1, what="the refusal's record")
         full = http.get(f"{guard.url}/repairs/{record}")
         assert full.status_code == 200
         assert full.json()["received"]["mcp_servers"] == [

@@ -163,7 +163,7 @@ def test_hostile_request_ids_never_reach_a_log_line_or_record(
     answer = raw_exchange(guard, request)
     status = answer.split(b" ")[1]
     if refused:  # by uvicorn's parser: nothing reached the proxy
-        assert (status, guard.app.state.writer.written) == (b"400", 0)
+        assert (status, guard.app.state.writer.health.written) == (b"400", 0)
         return
     assert status == b"200", answer[:300]
     echoed = re.search(rb"x-request-id: (.*)\r\n", answer)
@@ -172,7 +172,7 @@ def test_hostile_request_ids_never_reach_a_log_line_or_record(
     record_id = re.search(rb"x-toolcall-guard-record: (.*)\r\n", answer)
     assert record_id is not None
     writer = guard.app.state.writer
-    eventually(lambda: writer.written == 1, what="the record written")
+    eventually(lambda: writer.health.written == 1, what="the record written")
     record = http.get(f"{guard.url}/repairs/{record_id[1].decode()}").json()
     assert SANE_ID.fullmatch(record["request_id"])
     [line] = [r for r in lines.records if getattr(r, "event", None)]

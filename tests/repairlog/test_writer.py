@@ -69,7 +69,7 @@ async def test_a_full_batch_is_written_without_waiting_for_the_interval(
     writer.start()
     try:
         assert all(writer.submit(make_record(n)) for n in range(3))
-        await eventually(lambda: writer.written == 3)
+        await eventually(lambda: writer.health.written == 3)
         assert await count(memory_log) == 3
         await eventually(lambda: writer.pending == 0)
     finally:
@@ -85,7 +85,7 @@ async def test_a_lone_record_is_written_within_the_flush_interval(
     try:
         record = make_record()
         assert writer.submit(record)
-        await eventually(lambda: writer.written == 1, within=2)
+        await eventually(lambda: writer.health.written == 1, within=2)
         assert await memory_log.get(record.id) is not None
         assert metric("toolcall_guard_repairlog_written_total") == written_before + 1
     finally:
@@ -97,7 +97,7 @@ async def test_a_full_queue_drops_and_counts(memory_log: MemoryRepairLog) -> Non
     before = metric("toolcall_guard_repairlog_dropped_total", reason="queue_full")
     accepted = [writer.submit(make_record(n)) for n in range(5)]  # nothing runs in between
     assert accepted == [True, True, True, False, False]
-    assert writer.dropped == 2
+    assert writer.health.dropped == 2
     assert writer.pending == 3  # queued: the writer is not started
     assert metric("toolcall_guard_repairlog_dropped_total", reason="queue_full") == before + 2
     assert metric("toolcall_guard_repairlog_queue_depth") == 3
@@ -119,10 +119,10 @@ async def test_the_queue_is_bounded_by_the_bytes_its_records_hold(
     assert accepted == [True, True, False, True, False]
     assert metric("toolcall_guard_repairlog_dropped_total", reason="queue_full") == before + 2
     writer.start()
-    await eventually(lambda: writer.written == 3, within=2)
+    await eventually(lambda: writer.health.written == 3, within=2)
     # Written records free their bytes: one larger than the whole bound still gets in alone.
     assert writer.submit(make_record(9, size=50_000))
-    await eventually(lambda: writer.written == 4, within=2)
+    await eventually(lambda: writer.health.written == 4, within=2)
     await writer.stop()
     assert await count(memory_log) == 4
 
@@ -136,10 +136,10 @@ async def test_stop_drains_the_queue(kind: str, tmp_path: Path) -> None:
     for n in range(50):
         writer.submit(make_record(n))
     await writer.stop()
-    assert writer.written == 50
+    assert writer.health.written == 50
     assert await count(log) == 50
     assert not writer.submit(make_record(99))  # stopped: refused and counted
-    assert writer.dropped == 1
+    assert writer.health.dropped == 1
     await log.close()
 
 
@@ -160,8 +160,8 @@ async def test_stop_gives_up_after_its_timeout_and_counts_what_is_lost() -> None
     before = metric("toolcall_guard_repairlog_dropped_total", reason="shutdown")
     async with asyncio.timeout(3):
         await writer.stop()
-    assert writer.written == 0
-    assert writer.dropped == 5
+    assert writer.health.written == 0
+    assert writer.health.dropped == 5
     assert metric("toolcall_guard_repairlog_dropped_total", reason="shutdown") == before + 5
 
 
@@ -173,7 +173,7 @@ async def test_sqlite_directory_removed_then_restored(tmp_path: Path) -> None:
     writer.start()
     try:
         assert writer.submit(make_record(0))
-        await eventually(lambda: writer.written == 1)
+        await eventually(lambda: writer.health.written == 1)
 
         shutil.rmtree(folder)
         errors = metric("toolcall_guard_repairlog_errors_total")
@@ -182,7 +182,7 @@ async def test_sqlite_directory_removed_then_restored(tmp_path: Path) -> None:
         await eventually(lambda: not writer.healthy)
         assert writer.stalled
         assert writer.pending == 1  # kept for the next try, not dropped
-        assert writer.dropped == 0
+        assert writer.health.dropped == 0
         assert "sqlite" in (writer.last_error or "")
         assert metric("toolcall_guard_repairlog_errors_total") > errors
         with pytest.raises(RepairLogUnavailable):
@@ -191,7 +191,7 @@ async def test_sqlite_directory_removed_then_restored(tmp_path: Path) -> None:
         folder.mkdir()
         later = make_record(2)
         assert writer.submit(later)
-        await eventually(lambda: writer.written == 3)
+        await eventually(lambda: writer.health.written == 3)
         assert writer.healthy
         assert not writer.stalled
         assert await log.get(waiting.id) is not None
@@ -308,7 +308,7 @@ async def test_postgres_unreachable_then_back(pg_url: str) -> None:
         async with tcp_forwarder(port, 5432):
             later = make_record(1)
             assert writer.submit(later)
-            await eventually(lambda: writer.written == 2, within=10)
+            await eventually(lambda: writer.health.written == 2, within=10)
             assert writer.healthy
             await log.ping()
             await writer.stop()
