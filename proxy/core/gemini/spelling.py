@@ -22,18 +22,30 @@ def snake(camel: str) -> str:
     return _UPPER.sub(r"_\1", camel).lower()
 
 
+#: ``snake`` of the keys looked up so far (a few dozen: the API's own), without a cache call.
+_SNAKES: dict[str, str] = {}
+
+
+def _snake_of(camel: str) -> str:
+    found = _SNAKES.get(camel)
+    if found is None:
+        found = _SNAKES[camel] = snake(camel)
+    return found
+
+
 def key_in(obj: dict[str, Any], camel: str) -> str | None:
     """The spelling of ``camel`` present in ``obj`` (camelCase first), or None."""
     if camel in obj:
         return camel
-    other = snake(camel)
-    return other if other != camel and other in obj else None
+    other = _snake_of(camel)
+    return other if other in obj and other != camel else None
 
 
 def get(obj: dict[str, Any], camel: str) -> Any:
     """``obj``'s value for ``camel`` in either spelling (None when absent)."""
-    found = key_in(obj, camel)
-    return None if found is None else obj[found]
+    if camel in obj:
+        return obj[camel]
+    return obj.get(_snake_of(camel))
 
 
 def is_snake(obj: dict[str, Any]) -> bool:

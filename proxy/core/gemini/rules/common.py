@@ -80,20 +80,22 @@ def response_parts(content: Item) -> list[int]:
     return [j for j, p in enumerate(parts_of(content)) if response_of(p) is not None]
 
 
+def calls_at(history: Contents, i: int) -> list[int]:
+    """:func:`call_parts` of content ``i``, found once per history (every rule reads them)."""
+    return history.memo("calls", lambda h: [call_parts(c) for c in h.messages])[i]
+
+
+def responses_at(history: Contents, i: int) -> list[int]:
+    """:func:`response_parts` of content ``i``, found once per history."""
+    return history.memo("responses", lambda h: [response_parts(c) for c in h.messages])[i]
+
+
 def is_call_turn(history: Contents, i: int) -> bool:
-    return (
-        0 <= i < len(history)
-        and history.roles[i] == "model"
-        and bool(call_parts(history.messages[i]))
-    )
+    return 0 <= i < len(history) and history.roles[i] == "model" and bool(calls_at(history, i))
 
 
 def is_response_turn(history: Contents, i: int) -> bool:
-    return (
-        0 <= i < len(history)
-        and history.roles[i] == "user"
-        and bool(response_parts(history.messages[i]))
-    )
+    return 0 <= i < len(history) and history.roles[i] == "user" and bool(responses_at(history, i))
 
 
 def text_of(value: Any) -> str:
@@ -205,6 +207,6 @@ def _current_turn(history: Contents) -> int:
     for i in range(len(history) - 1, -1, -1):
         parts = parts_of(history.messages[i])
         texts = any(type(get(p, "text")) is str and get(p, "text") for p in parts)
-        if history.roles[i] == "user" and texts and not response_parts(history.messages[i]):
+        if history.roles[i] == "user" and texts and not responses_at(history, i):
             return i
     return -1

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE
 from proxy.core.gemini.items import Contents, parts_of, signature_of
-from proxy.core.gemini.rules.common import Edit, call_parts, current_turn, edit, rule
+from proxy.core.gemini.rules.common import Edit, calls_at, current_turn, edit, rule
 from proxy.core.gemini.spelling import spelled, without
 from proxy.core.rule import Hit, Params
 
@@ -52,7 +52,7 @@ def _replace(history: Contents, hits: Sequence[Hit], params: Params) -> Contents
         edits.setdefault(hit.index, {})[hit.data] = without(part, "thoughtSignature")
     start = current_turn(history)
     for i in range(start + 1, len(history.messages)):
-        calls = call_parts(history.messages[i]) if history.roles[i] == "model" else []
+        calls = calls_at(history, i) if history.roles[i] == "model" else []
         if calls and (i, calls[0]) in {(h.index, h.data) for h in hits}:
             part = parts_of(history.messages[i])[calls[0]]
             edits[i][calls[0]] = {**part, spelled(part, "thoughtSignature"): SKIP_SIGNATURE}

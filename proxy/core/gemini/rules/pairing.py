@@ -16,6 +16,7 @@ from proxy.core.gemini.rules.common import (
     is_response_turn,
     lost_response,
     response_parts,
+    responses_at,
     rule,
     salvaged,
     turn_pairing,
@@ -154,7 +155,7 @@ def gemini_response_name(history: Contents, params: Params) -> list[Hit]:
             if is_call_turn(history, i - 1)
             else {}
         )
-        for j in response_parts(history.messages[i]):
+        for j in responses_at(history, i):
             part = parts_of(history.messages[i])[j]
             if _name(response_of(part)):
                 continue

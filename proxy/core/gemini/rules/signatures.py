@@ -14,7 +14,13 @@ from collections.abc import Iterator, Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE, GeminiFacts
 from proxy.core.gemini.items import Contents, Part, call_of, parts_of, signature_of, signed
-from proxy.core.gemini.rules.common import call_parts, current_turn, edit_parts, facts, rule
+from proxy.core.gemini.rules.common import (
+    calls_at,
+    current_turn,
+    edit_parts,
+    facts,
+    rule,
+)
 from proxy.core.gemini.spelling import spelled, without
 from proxy.core.providers import model_matches
 from proxy.core.rule import Hit, Params
@@ -98,7 +104,7 @@ def gemini_copied_signature(history: Contents, params: Params) -> list[Hit]:
     for i in _steps(history):
         parts = parts_of(history.messages[i])
         seen: set[object] = set()
-        for j in call_parts(history.messages[i]):
+        for j in calls_at(history, i):
             signature = signature_of(parts[j])
             if not _is_str(signature) or signature in DUMMY_SIGNATURES:
                 continue
@@ -139,7 +145,7 @@ def gemini_missing_signature(history: Contents, params: Params) -> list[Hit]:
         return []
     hits = []
     for i in _steps(history):
-        calls = call_parts(history.messages[i])
+        calls = calls_at(history, i)
         parts = parts_of(history.messages[i])
         if calls and not signed(parts[calls[0]]):
             name = (call_of(parts[calls[0]]) or {}).get("name")

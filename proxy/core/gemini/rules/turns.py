@@ -16,7 +16,7 @@ from proxy.core.gemini.rules.common import (
     named,
     output_parts,
     pair,
-    response_parts,
+    responses_at,
     rule,
     salvaged,
     text_of,
@@ -55,7 +55,7 @@ def gemini_split_responses(history: Contents, params: Params) -> list[Hit]:
     for i in _call_turns(history, params):
         run = _user_run(history, i + 1)
         for k in run[1:]:
-            if response_parts(history.messages[k]):
+            if responses_at(history, k):
                 detail = f"function responses split from {history.path(run[0])}"
                 hits.append(Hit(k, "", detail, (i, run)))
     return hits
@@ -181,7 +181,7 @@ def gemini_orphan_response(history: Contents, params: Params) -> list[Hit]:
         Hit(i, f".parts[{j}]", "functionResponse with no function call turn before it", j)
         for i in range(len(history))
         if is_response_turn(history, i) and not is_call_turn(history, i - 1)
-        for j in response_parts(history.messages[i])
+        for j in responses_at(history, i)
     ]
 
 
