@@ -69,14 +69,7 @@ def _walk(value: Any, top: bool) -> Any:
     if isinstance(value, dict):
         return _walk_dict(value, top)
     if isinstance(value, list):
-        items: list[Any] | None = None
-        for i, item in enumerate(value):
-            kept = _walk(item, False)
-            if kept is not item:
-                if items is None:
-                    items = list(value)
-                items[i] = kept
-        return value if items is None else items
+        return _walk_list(value)
     return value
 
 
@@ -91,17 +84,25 @@ def _named_credential(name: Any, top: bool) -> bool:
     return decided
 
 
+def _walk_list(value: list[Any]) -> list[Any]:
+    out: list[Any] | None = None
+    for i, item in enumerate(value):
+        kept = _walk(item, False)
+        if kept is not item:
+            out = out if out is not None else list(value)
+            out[i] = kept
+    return value if out is None else out
+
+
 def _walk_dict(value: dict[Any, Any], top: bool) -> dict[Any, Any]:
     out: dict[Any, Any] | None = None
     for name, item in value.items():
-        if _named_credential(name, top):
-            if out is None:
-                out = dict(value)
-            del out[name]
-            continue
-        kept = _walk(item, False)
-        if kept is not item:
-            if out is None:
-                out = dict(value)
-            out[name] = kept
+        credential = _named_credential(name, top)
+        kept = None if credential else _walk(item, False)
+        if credential or kept is not item:
+            out = out if out is not None else dict(value)
+            if credential:
+                del out[name]
+            else:
+                out[name] = kept
     return value if out is None else out
