@@ -69,10 +69,16 @@ def test_the_providers_real_endpoints_and_key_variables() -> None:
         "glm": "https://open.bigmodel.cn/api/anthropic/v1",
         "minimax": "https://api.minimax.io/anthropic/v1",
     }
+    assert {n: u["gemini_base_url"] for n, u in upstreams.items() if "gemini_base_url" in u} == {
+        "gemini": "https://generativelanguage.googleapis.com",
+        "vertex": "https://aiplatform.googleapis.com",
+        "code-assist": "https://cloudcode-pa.googleapis.com",
+    }
     # each upstream is routed with the policy of its own name
     assert all(u["policy"] == name for name, u in upstreams.items())
     # servers whose model names overlap are reached by path prefix only
-    assert [n for n, u in upstreams.items() if not u["models"]] == ["groq", "vllm", "ollama"]
+    unglobbed = ["groq", "vllm", "ollama", "vertex", "code-assist"]
+    assert [n for n, u in upstreams.items() if not u["models"]] == unglobbed
 
 
 def test_every_key_has_a_comment() -> None:
