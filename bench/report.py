@@ -8,12 +8,17 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from bench.phases import CHAT_BODIES, SCENARIOS, Scenario
+from bench.phases import BROKEN, CHAT_BODIES, SCENARIOS, Scenario
 
 #: Issue 17's "Done when": mean added p50 (c1) ≤ 1.3x the floor's, geometric-mean req/s at c10
 #: ≥ 0.75x the floor's, over the four chat scenarios.
 LATENCY_GOAL = 1.3
 THROUGHPUT_GOAL = 0.75
+#: Issue 34's "Done when": CPU µs per request within 1.5x "floor + parse" on every clean
+#: scenario (the limit of any proxy that must read the body once), and a conversation broken
+#: at its start costing at most 1.5x a clean one in CPU time.
+PARSE_GOAL = 1.5
+BROKEN_GOAL = 1.5
 
 PROXIES = ("floor", "guard")
 NAMES = {
@@ -156,11 +161,52 @@ def geomean(values: Iterable[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def check_rows(fig: Figures, pacing: Pacing, leaks: dict[str, Any]) -> list[tuple[str, ...]]:
-    """The targets of the issue: (what, toolcall-guard, floor, goal, PASS/FAIL)."""
+def parse_rows(fig: Figures) -> list[tuple[str, ...]]:
+    """CPU µs per request of toolcall-guard against "floor + parse" at c10, per clean scenario
+    measured (JSON answers: the streamed ones add the same relay to both)."""
+    out: list[tuple[str, ...]] = []
+    for scenario in SCENARIOS:
+        if scenario.concurrency != 10 or scenario.stream or scenario in BROKEN:
+            continue
+        g, p = (fig.get(scenario.name, t, "cpu_us") for t in ("guard", "parse"))
+        if math.isnan(g) or math.isnan(p):
+            continue
+        goal = f"≤ {PARSE_GOAL} x floor + parse = {PARSE_GOAL * p:.0f}"
+        ratio = f"{g:.0f} ({g / p:.2f} x)"
+        name = f"CPU µs/req, {scenario.name}"
+        out.append((name, ratio, f"{p:.0f} (floor + parse)", goal, _verdict(g <= PARSE_GOAL * p)))
+    return out
+
+
+def sessions_rows(figures: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Broken ÷ clean CPU time of the agent sessions (bench/sessions.py), when measured."""
+    if not figures:
+        return []
+    ratio = figures["ratio"]
+    return [
+        (
+            f"CPU broken ÷ clean, agent sessions ({figures['turns']} turns)",
+            f"{ratio:.2f}",
+            "-",
+            f"≤ {BROKEN_GOAL}",
+            _verdict(ratio <= BROKEN_GOAL),
+        )
+    ]
+
+
+def check_rows(
+    fig: Figures,
+    pacing: Pacing,
+    leaks: dict[str, Any],
+    sessions: dict[str, Any] | None = None,
+) -> list[tuple[str, ...]]:
+    """The targets of the issues: (what, toolcall-guard, floor, goal, PASS/FAIL)."""
     if "guard" not in fig.targets:
         return []
     out = _goal_rows(fig)
+    if "parse" in fig.targets:
+        out += parse_rows(fig)
+    out += sessions_rows(sessions or {})
     for kind in ("small", "history"):
         direct = pacing.ttfc(kind, "direct")
         g, f = pacing.ttfc(kind, "guard") - direct, pacing.ttfc(kind, "floor") - direct
@@ -221,10 +267,12 @@ def table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def summary(fig: Figures, pacing: Pacing, leaks: dict[str, Any]) -> str:
+def summary(
+    fig: Figures, pacing: Pacing, leaks: dict[str, Any], sessions: dict[str, Any] | None = None
+) -> str:
     """The targets table (what the README shows)."""
     header = ("target", "toolcall-guard", "floor", "goal", "result")
-    return table(header, check_rows(fig, pacing, leaks))
+    return table(header, check_rows(fig, pacing, leaks, sessions))
 
 
 def latency_table(fig: Figures) -> str:

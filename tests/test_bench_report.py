@@ -34,3 +34,26 @@ def test_without_every_chat_scenario_there_is_no_mean() -> None:
     rows = [r for r in _rows() if str(r["scenario"]).startswith("small")]
     lines = ceiling_table(Figures(rows)).splitlines()
     assert not any("geometric mean" in line for line in lines)
+
+
+def test_every_clean_json_scenario_is_held_to_one_and_a_half_floor_plus_parse() -> None:
+    from bench.report import parse_rows
+
+    rows = parse_rows(Figures(_rows()))
+    # small · json and history · json at c10 (streamed and broken scenarios are not held to it)
+    assert [r[0] for r in rows] == [
+        "CPU µs/req, small · json · c10",
+        "CPU µs/req, history · json · c10",
+    ]
+    assert rows[0][1] == "700 (1.75 x)"
+    assert rows[0][4] == "FAIL"
+    passing = [dict(r, cpu_us=550) if r["target"] == "guard" else r for r in _rows()]
+    assert {r[4] for r in parse_rows(Figures(passing))} == {"PASS"}
+
+
+def test_the_sessions_ratio_is_a_target_when_measured() -> None:
+    from bench.report import sessions_rows
+
+    assert sessions_rows({}) == []
+    (row,) = sessions_rows({"ratio": 1.6, "turns": 30})
+    assert row[1:] == ("1.60", "-", "≤ 1.5", "FAIL")
