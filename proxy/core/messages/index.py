@@ -20,6 +20,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from proxy.errors import MalformedHistory
+
 if TYPE_CHECKING:
     from proxy.core.messages.items import Block, Messages
 
@@ -91,33 +93,89 @@ def index_of(history: Messages) -> Index:
 
 def build(history: Messages) -> Index:
     """One pass over every message and block of ``history`` (not memoised)."""
+    return walk(history.messages)
+
+
+def walk(messages: list[Any]) -> Index:
+    """The :class:`Index` of ``messages``, checked in the same pass: the shape every policy
+    needs (S1/S2: objects with a string ``role``; a string or list ``content`` of objects with
+    a string ``type``; string ids on ``tool_use``, ``tool_result`` and ``server_tool_use``; a
+    string ``text`` on text blocks), else :class:`~proxy.errors.MalformedHistory` naming the
+    place. One walk instead of a check and an index (issue 34)."""
     roles: list[Any] = []
     by_type: dict[str, list[Located]] = {}
     empty: list[int] = []
     blank: list[tuple[int, int]] = []
     marked: list[tuple[int, int, int]] = []
-    for i, message in enumerate(history.messages):
-        roles.append(message.get("role"))
+    for i, message in enumerate(messages):
+        if type(message) is not dict:
+            raise MalformedHistory(f"messages[{i}] must be an object.", f"messages[{i}]")
+        role = message.get("role")
+        if type(role) is not str:
+            where = f"messages[{i}].role"
+            raise MalformedHistory(f"{where}: Field required (a string).", where)
+        roles.append(role)
         content = message.get("content")
         if type(content) is not list:
-            if type(content) is str and not content.strip():
+            if type(content) is not str:
+                raise _content_error(i, content)
+            if not content.strip():
                 empty.append(i)
             continue
         if not content:
             empty.append(i)
-        for j, block in enumerate(content):
-            kind = block.get("type")
-            if kind in by_type:
-                by_type[kind].append((i, j, block))
-            else:
-                by_type[kind] = [(i, j, block)]
-            if kind == "text" and not str(block.get("text", "")).strip():
-                blank.append((i, j))
-            if "cache_control" in block or type(block.get("content")) is list:
-                marks = breakpoints(block)
-                if marks:
-                    marked.append((i, j, marks))
+        _walk_blocks(i, content, by_type, blank, marked)
     return Index(roles, by_type, empty, blank, marked)
+
+
+def _walk_blocks(
+    i: int,
+    content: list[Any],
+    by_type: dict[str, list[Located]],
+    blank: list[tuple[int, int]],
+    marked: list[tuple[int, int, int]],
+) -> None:
+    """:func:`walk`'s pass over the blocks of message ``i``."""
+    for j, block in enumerate(content):
+        if type(block) is not dict:
+            raise _block_error(i, j, "", "must be an object")
+        kind = block.get("type")
+        if kind in by_type:
+            by_type[kind].append((i, j, block))
+        elif type(kind) is str:
+            by_type[kind] = [(i, j, block)]
+        else:
+            raise _block_error(i, j, ".type", "Field required (a string)")
+        if kind == "text":
+            text = block.get("text")
+            if type(text) is not str:
+                raise _block_error(i, j, ".text", "Field required (a string)")
+            if not text.strip():
+                blank.append((i, j))
+        elif kind in _ID_KEYS and type(block.get(_ID_KEYS[kind])) is not str:
+            raise _block_error(i, j, f".{_ID_KEYS[kind]}", "Field required (a string)")
+        if "cache_control" in block or type(block.get("content")) is list:
+            _mark(i, j, block, marked)
+
+
+def _mark(i: int, j: int, block: Block, marked: list[tuple[int, int, int]]) -> None:
+    marks = breakpoints(block)
+    if marks:
+        marked.append((i, j, marks))
+
+
+_ID_KEYS = {"tool_use": "id", "tool_result": "tool_use_id", "server_tool_use": "id"}
+
+
+def _content_error(i: int, content: Any) -> MalformedHistory:
+    where = f"messages[{i}].content"
+    problem = "Field required" if content is None else "must be a string or a list of blocks"
+    return MalformedHistory(f"{where}: {problem}.", where)
+
+
+def _block_error(i: int, j: int, key: str, problem: str) -> MalformedHistory:
+    where = f"messages[{i}].content[{j}]{key}"
+    return MalformedHistory(f"{where}{':' if key else ''} {problem}.", where)
 
 
 def marked_at(block: Any) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 from proxy.core.history import CopyOnWrite
 from proxy.core.messages.facts import facts_of
-from proxy.core.messages.index import index_of
+from proxy.core.messages.index import Index, index_of, walk
 from proxy.errors import MalformedHistory
 
 Item = dict[str, Any]
@@ -39,6 +39,11 @@ def messages_of(body: Any, *, need_max_tokens: bool = True) -> list[Item]:
     ``content`` whose blocks are objects with a string ``type``; ``tool_use`` and
     ``tool_result`` blocks carry string ids. Raises :class:`MalformedHistory` naming the place.
     """
+    return _checked(body, need_max_tokens)[0]
+
+
+def _checked(body: Any, need_max_tokens: bool = True) -> tuple[list[Item], Index]:
+    """The messages of ``body`` and their index, checked in the index's one walk."""
     if type(body) is not dict:
         raise MalformedHistory("The request body must be a JSON object.", None)
     if type(body.get("model")) is not str or not body["model"]:
@@ -50,48 +55,7 @@ def messages_of(body: Any, *, need_max_tokens: bool = True) -> list[Item]:
     messages = body.get("messages")
     if type(messages) is not list or not messages:
         raise MalformedHistory("messages: a non-empty array of messages is required.", "messages")
-    for i, message in enumerate(messages):
-        _check_message(message, i)
-    return messages
-
-
-def _check_message(message: Any, i: int) -> None:
-    # The paths are written only for an error: a clean history is checked without them.
-    if type(message) is not dict:
-        raise MalformedHistory(f"messages[{i}] must be an object.", f"messages[{i}]")
-    if type(message.get("role")) is not str:
-        where = f"messages[{i}].role"
-        raise MalformedHistory(f"{where}: Field required (a string).", where)
-    content = message.get("content")
-    if type(content) is str:
-        return
-    if type(content) is not list:
-        where = f"messages[{i}].content"
-        problem = "Field required" if content is None else "must be a string or a list of blocks"
-        raise MalformedHistory(f"{where}: {problem}.", where)
-    for j, block in enumerate(content):
-        _check_block(block, i, j)
-
-
-_ID_KEYS = {"tool_use": "id", "tool_result": "tool_use_id", "server_tool_use": "id"}
-
-
-def _check_block(block: Any, i: int, j: int) -> None:
-    if type(block) is not dict:
-        raise _block_error(i, j, "", "must be an object")
-    kind = block.get("type")
-    if type(kind) is not str:
-        raise _block_error(i, j, ".type", "Field required (a string)")
-    key = _ID_KEYS.get(kind)
-    if key is not None and type(block.get(key)) is not str:
-        raise _block_error(i, j, f".{key}", "Field required (a string)")
-    if kind == "text" and type(block.get("text")) is not str:
-        raise _block_error(i, j, ".text", "Field required (a string)")
-
-
-def _block_error(i: int, j: int, key: str, problem: str) -> MalformedHistory:
-    where = f"messages[{i}].content[{j}]{key}"
-    return MalformedHistory(f"{where}{':' if key else ''} {problem}.", where)
+    return messages, walk(messages)
 
 
 def blocks(message: Item) -> list[Block]:
@@ -130,7 +94,10 @@ class Messages(CopyOnWrite):
     @classmethod
     def of(cls, body: Any) -> Messages:
         """The messages of the request ``body`` (:func:`messages_of`), the body riding along."""
-        return cls(messages_of(body), request=MappingProxyType(body))
+        messages, index = _checked(body)
+        history = cls(messages, request=MappingProxyType(body))
+        history.seed("index", index)  # built in the check's walk
+        return history
 
     @property
     def tool_free(self) -> bool:
