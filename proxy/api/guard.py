@@ -85,7 +85,7 @@ class Guard:
         data = limits.parse(text, self.server.max_json_depth)
         state.read(data)
         history = self._history(state, unit, data, route.model)
-        unit.check_sizes(history.messages, len(body), self.server)
+        unit.check_sizes(history, len(body), self.server)
         check_model(route.model or data.get("model"), self.server.max_model_length)
         state.parsed(data, route.model, route.streams)
         upstream = upstream or self.router.pick(

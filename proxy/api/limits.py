@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from proxy.core.chat.messages import Message
+from proxy.core.chat.messages import History
 from proxy.errors import BadRequestBody
 from proxy.settings import ServerSettings
 
@@ -101,8 +101,9 @@ def walk_too_deep(value: Any, max_depth: int) -> bool:
     return True
 
 
-def check_sizes(messages: list[Message], body_size: int, server: ServerSettings) -> None:
+def check_sizes(history: History, body_size: int, server: ServerSettings) -> None:
     """413 for more messages, or more tool calls in one message, than the proxy accepts."""
+    messages = history.messages
     if len(messages) > server.max_messages:
         raise BadRequestBody(
             f"'messages' has {len(messages)} entries; this proxy accepts at most "
@@ -113,8 +114,8 @@ def check_sizes(messages: list[Message], body_size: int, server: ServerSettings)
     limit = server.max_tool_calls_per_message
     if body_size <= 2 * limit:  # every call takes at least two bytes ("1,"): none can be over
         return
-    for i, message in enumerate(messages):
-        calls = message.get("tool_calls")
+    for i in history.index.callers:  # the messages with a ``tool_calls`` key (the index's pass)
+        calls = messages[i]["tool_calls"]
         if type(calls) is list and len(calls) > limit:
             raise BadRequestBody(
                 f"messages[{i}].tool_calls has {len(calls)} calls; this proxy accepts at most "

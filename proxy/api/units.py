@@ -18,6 +18,7 @@ from typing import Any
 
 from proxy.api import limits
 from proxy.core import wire as rows
+from proxy.core.rule import Items
 from proxy.core.wire import Wire
 from proxy.errors import BadRequestBody
 from proxy.settings import ServerSettings
@@ -29,7 +30,7 @@ class WireApi:
 
     wire: Wire
     #: Limits beyond the item count (413 through ``BadRequestBody``).
-    check_sizes: Callable[[list[Any], int, ServerSettings], None]
+    check_sizes: Callable[[Any, int, ServerSettings], None]  # (the history, the body's size, …)
     #: The upstream setting holding the base URL that serves this API.
     base_key: str = "base_url"
 
@@ -42,8 +43,9 @@ class WireApi:
         return self.wire.path
 
 
-def count_only(items: list[Any], body_size: int, server: ServerSettings) -> None:
+def count_only(history: Items, body_size: int, server: ServerSettings) -> None:
     """413 for more items than the proxy accepts (``server.max_messages``)."""
+    items = history.messages
     if len(items) > server.max_messages:
         raise BadRequestBody(
             f"The history has {len(items)} items; this proxy accepts at most "
