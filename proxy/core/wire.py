@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from proxy.core import recognise
-from proxy.core.chat.messages import History, messages_of
+from proxy.core.chat.messages import History
 from proxy.core.forward import found_at
 from proxy.core.gemini.items import Contents, history_location
 from proxy.core.gemini.paths import parse_native, split_native
@@ -135,7 +134,7 @@ class Wire:
 
 
 def _chat_history(body: Any, model: str = "") -> Items:
-    return History(messages_of(body), request=MappingProxyType(body))
+    return History.of(body)
 
 
 def _responses_history(body: Any, model: str = "") -> Items:

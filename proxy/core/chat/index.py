@@ -15,8 +15,15 @@ from typing import Any
 
 from proxy.core.chat import fast
 from proxy.core.chat.fast import cached
+from proxy.errors import MalformedHistory
 
 Message = dict[str, Any]
+
+
+def _malformed(i: int, message: Any) -> MalformedHistory:
+    if type(message) is not dict:
+        return MalformedHistory(f"messages[{i}] must be an object.", f"messages[{i}]")
+    return MalformedHistory(f"messages[{i}].role must be a string.", f"messages[{i}].role")
 
 
 class Index:
@@ -39,8 +46,13 @@ class Index:
         # The one Python-level loop over every message: keep its body minimal. The usual roles
         # are told apart by comparison: a role fresh from the JSON parser has no cached hash,
         # and hashing one per message costs more than comparing it with a literal or two.
+        # It also checks what every policy needs (a string ``role`` on every object), where a
+        # clean history pays nothing for it: a message that is no object fails its lookup.
         for i, message in enumerate(messages):
-            role = message["role"]
+            try:
+                role = message["role"]
+            except (KeyError, TypeError, IndexError):
+                raise _malformed(i, message) from None
             if role == "tool":
                 tools.append(i)
             else:
@@ -48,8 +60,10 @@ class Index:
                     assistant.append(i)
                 elif role == "user":
                     user.append(i)
-                else:
+                elif type(role) is str:
                     other[role].append(i)
+                else:
+                    raise _malformed(i, message)
                 if "tool_calls" in message:
                     callers.append(i)
             content = message.get("content")

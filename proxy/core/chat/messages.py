@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from proxy.core.chat import splice
@@ -22,7 +23,16 @@ KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "fu
 
 
 def messages_of(body: Any) -> list[Message]:
-    """Return ``body["messages"]`` after the structural checks that hold whatever the policy."""
+    """Return ``body["messages"]`` after the structural checks that hold whatever the policy:
+    a non-empty list of objects with a string ``role`` (:class:`Index` checks the messages in
+    its one pass, raising :class:`MalformedHistory` naming the place)."""
+    messages = listed(body)
+    Index(messages)
+    return messages
+
+
+def listed(body: Any) -> list[Any]:
+    """``body["messages"]``, a non-empty list (its messages not yet checked)."""
     if type(body) is not dict:
         raise MalformedHistory("The request body must be a JSON object.", None)
     messages = body.get("messages")
@@ -32,11 +42,6 @@ def messages_of(body: Any) -> list[Message]:
         raise MalformedHistory("'messages' must be an array of message objects.", "messages")
     if not messages:
         raise MalformedHistory("'messages' must not be empty.", "messages")
-    for i, message in enumerate(messages):
-        if type(message) is not dict:
-            raise MalformedHistory(f"messages[{i}] must be an object.", f"messages[{i}]")
-        if type(message.get("role")) is not str:
-            raise MalformedHistory(f"messages[{i}].role must be a string.", f"messages[{i}].role")
     return messages
 
 
@@ -115,6 +120,16 @@ class History(CopyOnWrite):
     ) -> None:
         super().__init__(messages, origins, request)
         self._index: Index | None = None
+
+    @classmethod
+    def of(cls, body: Any) -> History:
+        """The history of the request ``body``, checked (:func:`messages_of`) in the pass
+        that builds its index, the body riding along."""
+        messages = listed(body)
+        index = Index(messages)
+        history = cls(messages, request=MappingProxyType(body))
+        history._index = index
+        return history
 
     @property
     def index(self) -> Index:
