@@ -16,6 +16,7 @@ suite compares them with the rules run without them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -176,6 +177,53 @@ def _content_error(i: int, content: Any) -> MalformedHistory:
 def _block_error(i: int, j: int, key: str, problem: str) -> MalformedHistory:
     where = f"messages[{i}].content[{j}]{key}"
     return MalformedHistory(f"{where}{':' if key else ''} {problem}.", where)
+
+
+def carry(old: Index, messages: list[Any], runs: list[tuple[int, int, int]]) -> Index:
+    """The index of ``messages``, an edit of the history ``old`` indexes: the messages
+    ``[start, end)`` of that history sit from ``new start`` on, in each run ``(start, end,
+    new start)``; the messages between the runs are new. The runs' entries are shifted, only
+    the new messages are walked (a repair touching one message of a long history does not
+    index all of them again)."""
+    parts = _Parts()
+    at = 0
+    for start, end, new in [*sorted(runs, key=lambda run: run[2]), (0, 0, len(messages))]:
+        if new > at:  # new messages: indexed alone, then shifted to where they sit
+            parts.append(walk(messages[at:new]), 0, new - at, at)
+        if end > start:
+            parts.append(old, start, end, new - start)
+        at = max(at, new + end - start)
+    return Index(parts.roles, parts.by_type, parts.empty, parts.blank, parts.marked)
+
+
+@dataclass(slots=True)
+class _Parts:
+    """An :class:`Index` in the making, from pieces of other indexes (:func:`carry`)."""
+
+    roles: list[Any] = field(default_factory=list)
+    by_type: dict[str, list[Located]] = field(default_factory=dict)
+    empty: list[int] = field(default_factory=list)
+    blank: list[tuple[int, int]] = field(default_factory=list)
+    marked: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def append(self, index: Index, start: int, end: int, shift: int) -> None:
+        """``index``'s entries of the messages ``[start, end)``, moved by ``shift`` (each
+        list is in position order: a slice is found by bisection)."""
+        self.roles += index.roles[start:end]
+        for kind, located in index.by_type.items():
+            found = _moved(located, start, end, shift)
+            if found:
+                self.by_type.setdefault(kind, []).extend(found)
+        empty = index.empty[bisect_left(index.empty, start) : bisect_left(index.empty, end)]
+        self.empty += [i + shift for i in empty]
+        self.blank += _moved(index.blank, start, end, shift)
+        self.marked += _moved(index.marked, start, end, shift)
+
+
+def _moved(entries: list[Any], start: int, end: int, shift: int) -> list[Any]:
+    """The entries (tuples led by a message position) of the messages ``[start, end)``, moved."""
+    part = entries[bisect_left(entries, (start,)) : bisect_left(entries, (end,))]
+    return part if not shift else [(e[0] + shift, *e[1:]) for e in part]
 
 
 def marked_at(block: Any) -> int:

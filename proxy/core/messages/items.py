@@ -18,7 +18,7 @@ from typing import Any
 
 from proxy.core.history import CopyOnWrite
 from proxy.core.messages.facts import facts_of
-from proxy.core.messages.index import Index, index_of, walk
+from proxy.core.messages.index import Index, carry, index_of, walk
 from proxy.errors import MalformedHistory
 
 Item = dict[str, Any]
@@ -122,6 +122,23 @@ class Messages(CopyOnWrite):
         """The same messages in a request without the top-level fields ``names``."""
         request = MappingProxyType({k: v for k, v in self.request.items() if k not in names})
         return self._same_messages(request)
+
+    def replace(self, changes: Mapping[int, Item]) -> Messages:
+        """:meth:`CopyOnWrite.replace`, the index carried over (only the new items walked)."""
+        edited = super().replace(changes)
+        if edited is not self:
+            kept, at = [], 0
+            for i in sorted(changes):
+                kept.append((at, i, at))
+                at = i + 1
+            kept.append((at, len(self.messages), at))
+            self._carry(edited, kept)
+        return edited
+
+    def _carry(self, edited: CopyOnWrite, runs: list[tuple[int, int, int]]) -> None:
+        known, index = self.memoized("index")
+        if known:
+            edited.seed("index", carry(index, edited.messages, runs))
 
     def _same_messages(self, request: Mapping[str, Any]) -> Messages:
         """These messages in ``request``: the index (which reads only the messages) carries

@@ -257,3 +257,33 @@ def test_the_id_pattern_check_matches_one_id_at_a_time(pattern: str, ids: list[s
     )
     expected = all(re.fullmatch(pattern, x) for x in ids)
     assert _all_match(pattern, index_of(history)) == expected
+
+
+_NEW = [
+    {"role": "user", "content": "  "},
+    {"role": "user", "content": []},
+    {"role": "assistant", "content": [{"type": "text", "text": ""}, {"type": "text", "text": "x"}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]},
+    {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": CACHE}]},
+]
+
+
+@SETTINGS
+@given(
+    case=histories(),
+    picks=st.lists(st.tuples(st.integers(0, 60), st.sampled_from(range(len(_NEW)))), max_size=4),
+    skips=st.lists(st.integers(0, 60), max_size=4),
+)
+def test_an_edit_carries_the_index_a_fresh_walk_would_build(
+    case: tuple[str, Body], picks: list[tuple[int, int]], skips: list[int]
+) -> None:
+    _, body = case
+    history = Messages.of(body)
+    n = len(history.messages)
+    index_of(history)
+    swapped = history.replace({i % n: _NEW[k] for i, k in picks})
+    assert index_of(swapped) == build(swapped)
+    inserts = {i % n: [(_NEW[k], None)] for i, k in picks}
+    edited = history.edited(inserts, {i % n for i in skips})
+    assert edited.memoized("index")[0] == bool(edited.messages is not history.messages)
+    assert index_of(edited) == build(edited)
