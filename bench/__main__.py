@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import phases, report, sanitize, sessions, tables
+from bench import growth, phases, report, sanitize, sessions, tables
 from bench.load import Loader, ensure_wrk
 from bench.servers import ROOT, Server, guard_available
 
@@ -284,6 +284,16 @@ def render(
         "",
         sessions.table(out.get("sessions", {})),
         "",
+        f"## One conversation of {growth.TURNS} turns through `toolcall-guard serve`",
+        "",
+        "The same conversation shape, deepseek-shaped, sent turn after turn through the real "
+        "`serve` command (SQLite log) to the DeepSeek emulator, each in its own process; clean "
+        "and broken conversations alternate. CPU: user + system of the whole serve process until "
+        "the writer has flushed every record; log: its growth per broken conversation, "
+        "checkpointed (bench/growth.py):",
+        "",
+        growth.table(out.get("growth", {})),
+        "",
         "## Memory",
         "",
         tables.memory_tables(out, config.streams, fig),
@@ -322,6 +332,9 @@ def main(argv: list[str]) -> None:
     meta = machine()
     with tempfile.TemporaryDirectory(prefix="toolcall-guard-bench-") as tmp:
         out = measure(config, args, Path(tmp))
+    if "guard" in out["targets"]:
+        log(f"one conversation of {growth.TURNS} turns through serve, clean and broken")
+        out["growth"] = growth.run(config.rounds, baseline=args.baseline)
     meta["load average at end"] = _loadavg()
     sanitizer = "(skipped)"
     if not args.skip_sanitizer:

@@ -43,7 +43,9 @@ def _start(broken: bool, session: str) -> list[dict[str, Any]]:
     ]
 
 
-def conversation(broken: bool, session: str, turns: int = TURNS) -> list[bytes]:
+def conversation(
+    broken: bool, session: str, turns: int = TURNS, model: str = "gpt-4o-mini"
+) -> list[bytes]:
     """The request bodies of one conversation, turn by turn."""
     history = _start(broken, session)
     out = []
@@ -55,7 +57,7 @@ def conversation(broken: bool, session: str, turns: int = TURNS) -> list[bytes]:
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": call["id"], "content": FILE},
         ]
-        out.append(orjson.dumps({"model": "gpt-4o-mini", "messages": history}))
+        out.append(orjson.dumps({"model": model, "messages": history}))
     return out
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from proxy.core.forward import found_at
 from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.conversation import conversation_key
-from proxy.repairlog.credentials import without_credentials
+from proxy.repairlog.credentials import Checked, without_credentials
 from proxy.repairlog.record import Record, copied
 from proxy.repairlog.vocabulary import stored_key, stored_path
 
@@ -70,17 +70,31 @@ class Digests:
 
 
 def apply_capture(
-    record: Record, mode: str, max_error_bytes: int, digests: Digests | None = None
+    record: Record,
+    mode: str,
+    max_error_bytes: int,
+    digests: Digests | None = None,
+    checked: Checked | None = None,
 ) -> Record:
     """A copy of ``record`` holding only what ``mode`` keeps (its wire API's row says where the
-    history is and which keys are ids); ``digests`` (the log's key) is needed unless ``full``."""
+    history is and which keys are ids); ``digests`` (the log's key) is needed unless ``full``.
+    ``checked``: the writer's memory of each conversation's last body (searched for credentials
+    only where it grew)."""
     keep = _MODES[mode]
     wire = wire_of_record(record.path, record.received)
     if digests is None and mode != "full":
         raise ValueError(f"capture {mode!r} needs the log's key")
 
+    conversation = record.conversation or conversation_key(
+        record.path, record.received, (record.upstream, record.owner)
+    )
+    received = without_credentials(record.received, None, checked, conversation)
+    # The bodies sent upstream share the received one's items: those are not looked at again.
+    checked = record.received if received is record.received else None
+
     def transform(body: Any) -> Any:
-        return keep(without_credentials(body), wire, digests)
+        kept = received if body is record.received else without_credentials(body, checked)
+        return keep(kept, wire, digests)
 
     def error(text: str | None) -> str | None:
         if mode == "full":
@@ -94,8 +108,7 @@ def apply_capture(
 
     return copied(
         record,
-        conversation=record.conversation
-        or conversation_key(record.path, record.received, (record.upstream, record.owner)),
+        conversation=conversation,
         received=transform(record.received),
         forwarded=None if record.forwarded is None else transform(record.forwarded),
         findings=record.findings if mode == "full" else [finding(f) for f in record.findings],
@@ -137,10 +150,14 @@ def _error_digest(text: str | None, digests: Digests) -> str | None:
 
 
 def capture_batch(
-    batch: list[Record], mode: str, max_error_bytes: int, digests: Digests | None = None
+    batch: list[Record],
+    mode: str,
+    max_error_bytes: int,
+    digests: Digests | None = None,
+    checked: Checked | None = None,
 ) -> list[Record]:
     """:func:`apply_capture` over a batch (the writer runs it off the event loop)."""
-    return [apply_capture(record, mode, max_error_bytes, digests) for record in batch]
+    return [apply_capture(record, mode, max_error_bytes, digests, checked) for record in batch]
 
 
 def truncate(text: str | None, max_bytes: int) -> str | None:

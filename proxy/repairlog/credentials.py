@@ -14,6 +14,7 @@ name of tool schemas and arguments. Pure: no I/O.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from typing import Any
 
 import orjson
@@ -33,8 +34,16 @@ TOP_LEVEL_NAMES = frozenset({"key"})
 
 #: How every credential's name ends, as a key of compact JSON lower-cased: the test before the
 #: walk (one pass in C over the serialised body; a quote escaped in a string never matches).
-_ENDING = re.compile(
+#: The plain form; :data:`_ENDING_REVERSED` is what runs (:func:`may_hold_credential`).
+ENDING = re.compile(
     rb'(?:key|token|secret|passw(?:or)?d|cookie|authorization|bearer|credentials)":'
+)
+#: :data:`ENDING` read backwards, searched in the reversed text: the same matches, but the
+#: pattern starts with a literal (``:"``), which the regex engine skips to with a fast search
+#: instead of trying seven alternatives at every byte (12 times faster on a 64 KB history,
+#: where the plain form took half a millisecond per body, twice per record: issue 34).
+_ENDING_REVERSED = re.compile(
+    rb':"(?:yek|nekot|terces|d(?:ro)?wssap|eikooc|noitazirohtua|reraeb|slaitnederc)'
 )
 #: Names already decided (a body's keys repeat: role, content, type…), bounded.
 _DECIDED: dict[str, bool] = {}
@@ -49,17 +58,104 @@ def is_credential(name: str, top: bool = False) -> bool:
     return top and norm in TOP_LEVEL_NAMES
 
 
-def without_credentials(body: Any) -> Any:
+#: Bytes of the longest text :data:`ENDING` matches (``authorization":``), and then some.
+_LONGEST = 16
+#: JSON texts the :class:`Checked` memory holds at most (the last body of each conversation).
+CHECKED_BYTES = 16 << 20
+
+
+class Checked:
+    """Per conversation, the JSON of the last body found to hold no credential's name, least
+    recently used first out within :data:`CHECKED_BYTES`: agents resend the whole history each
+    turn, and only what follows the part shared with it, byte for byte, is searched
+    (:func:`without_credentials`). Nothing is trusted that was not compared, so a body put
+    under another conversation's key only costs the search it would have saved. Used by one
+    thread at a time (the writer's capture step)."""
+
+    def __init__(self, max_bytes: int = CHECKED_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._texts: OrderedDict[str, bytes] = OrderedDict()
+
+    def get(self, key: str) -> bytes | None:
+        found = self._texts.get(key)
+        if found is not None:
+            self._texts.move_to_end(key)
+        return found
+
+    def put(self, key: str, data: bytes) -> None:
+        old = self._texts.pop(key, None)
+        self.bytes -= 0 if old is None else len(old)
+        if len(data) > self.max_bytes:
+            return
+        self._texts[key] = data
+        self.bytes += len(data)
+        while self.bytes > self.max_bytes:
+            self.bytes -= len(self._texts.popitem(last=False)[1])
+
+
+def _new_since(data: bytes, before: bytes | None) -> int:
+    """Where the search of ``data`` may start, ``before`` holding no match: past the part the
+    two share, up to ``before``'s closing brackets (the usual turn only appends items), less
+    the length of a match that straddles its end; 0 when they share less."""
+    if before is None:
+        return 0
+    shared = len(before.rstrip(b"]}"))
+    if not data.startswith(memoryview(before)[:shared]):
+        return 0
+    return max(0, shared - _LONGEST)
+
+
+def without_credentials(
+    body: Any, checked: Any = None, memory: Checked | None = None, key: str | None = None
+) -> Any:
     """``body`` without any field :func:`is_credential` names, at any depth. The same object
     when there is none; else a copy along the paths that changed, the input never mutated.
-    The body is serialised once to tell (in C); only a body that may hold one is walked."""
+    The body is serialised once to tell (in C); only a body that may hold one is walked.
+
+    ``checked``: a body known to hold none (this function gave it back as it was), which
+    ``body`` was made from by copy on write, as a repaired body is from the one received: the
+    values ``body`` shares with it by identity, under the same top-level name (whole, or as
+    items of the same list), are not serialised again, only what the repair made. ``memory``
+    (with the body's conversation, ``key``): only what follows the JSON of that conversation's
+    last body is searched (:class:`Checked`).
+    """
     if not isinstance(body, (dict, list)):
         return body
     try:
-        maybe = _ENDING.search(orjson.dumps(body).lower()) is not None
+        if type(body) is dict and type(checked) is dict:
+            maybe = any(_new_part_may_hold(k, v, checked.get(k)) for k, v in body.items())
+        elif memory is not None and key is not None:
+            data = orjson.dumps(body)
+            maybe = may_hold_credential(data, _new_since(data, memory.get(key)))
+            if not maybe:
+                memory.put(key, data)
+        else:
+            maybe = may_hold_credential(orjson.dumps(body))
     except orjson.JSONEncodeError:  # not JSON (no key a wire API sent): walked as it is
         maybe = True
     return _walk(body, True) if maybe else body
+
+
+def _new_part_may_hold(name: Any, value: Any, before: Any) -> bool:
+    """Whether the top-level field ``name: value`` may hold a credential, ``before`` being the
+    same field of a body that holds none (what is the very same object holds none either)."""
+    if type(name) is not str or is_credential(name, top=True):
+        return True
+    if value is before:
+        return False
+    if type(value) is list and type(before) is list:
+        shared = set(map(id, before))
+        value = [item for item in value if id(item) not in shared]
+        if not value:
+            return False
+    return may_hold_credential(orjson.dumps(value))
+
+
+def may_hold_credential(data: bytes, start: int = 0) -> bool:
+    """Whether the compact JSON ``data`` has a key that ends as a credential's name does
+    (:data:`ENDING` matches it lower-cased, from ``start`` on): the only bodies worth walking."""
+    return _ENDING_REVERSED.search(data[start:].lower()[::-1]) is not None
 
 
 def _walk(value: Any, top: bool) -> Any:

@@ -28,6 +28,7 @@ from proxy import metrics
 from proxy.errors import RepairLogError, RepairLogUnavailable
 from proxy.repairlog.base import RepairLog
 from proxy.repairlog.capture import Digests, capture_batch
+from proxy.repairlog.credentials import Checked
 from proxy.repairlog.health import Health
 from proxy.repairlog.record import Record
 from proxy.repairlog.retention import retain
@@ -70,6 +71,8 @@ class RecordWriter:
         self.health = Health()
         #: The log's keyed digests (``capture`` redacted or none), read from it once.
         self._digests: Digests | None = None
+        #: Each conversation's last body, for the capture step (one batch at a time uses it).
+        self._checked = Checked()
 
     @property
     def pending(self) -> int:
@@ -215,9 +218,8 @@ class RecordWriter:
         except RepairLogUnavailable as exc:
             self.health.failed(exc)
             return batch
-        captured = await asyncio.to_thread(
-            capture_batch, batch, settings.capture, settings.max_error_body_bytes, digests
-        )
+        capture = settings.capture, settings.max_error_body_bytes, digests, self._checked
+        captured = await asyncio.to_thread(capture_batch, batch, *capture)
         try:
             await self._write(captured)
         except RepairLogUnavailable as exc:

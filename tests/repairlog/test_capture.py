@@ -272,3 +272,21 @@ def test_a_captured_copy_keeps_every_field_it_does_not_change() -> None:
     for f in dataclasses.fields(record):
         assert getattr(copy, f.name) == getattr(want, f.name), f.name
     assert (record.model, record.repeats) != ("other", 3)
+
+
+@pytest.mark.parametrize("mode", ["full", "redacted", "none"])
+def test_what_a_forwarded_body_adds_to_the_received_one_is_checked(mode: str) -> None:
+    """The forwarded body is checked where it differs from the received one only: a credential
+    in what it adds (a new item, a new field) is dropped all the same."""
+    record = make_record()
+    received = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    added = {"role": "user", "content": "x", "extra": {"api_key": "SECRET-1"}}
+    record.received = received
+    record.forwarded = {**received, "messages": [*received["messages"], added], "token": "S-2"}
+    kept = apply_capture(record, mode, 1024, DIGESTS)
+    stored = orjson.dumps(dataclasses.asdict(kept), default=str).decode()
+    assert "SECRET" not in stored
+    assert "S-2" not in stored
+    if mode == "full":
+        assert kept.received is received  # nothing to drop: the very object
+        assert kept.forwarded["messages"][1] == {"role": "user", "content": "x", "extra": {}}

@@ -71,8 +71,9 @@ def empty_assistant_message(history: History, params: Params) -> list[Hit]:
 
 @empty_assistant_message.repair("drop")
 def _drop_empty(history: History, hits: Sequence[Hit], params: Params) -> History:
-    dropped = {hit.index for hit in hits}
-    return history.rebuild((m, i) for i, m in enumerate(history.messages) if i not in dropped)
+    # Runs between the drops are copied as slices and the index is carried over (splice.py):
+    # rebuilt, every later rule and the next pass would analyse the whole history again.
+    return history.without({hit.index for hit in hits})
 
 
 # --- function_call_turn_order ------------------------------------------------------------------
