@@ -205,7 +205,7 @@ def render(
 ) -> tuple[str, str]:
     fig = report.Figures(out["rows"])
     pacing = report.Pacing(out["pacing"], config.pace_ms)
-    summary = report.summary(fig, pacing, out["leaks"], out.get("sessions"))
+    summary = report.summary(fig, pacing, out["leaks"], out.get("sessions"), out.get("growth"))
     sizes = ", ".join(f"{f.name}={getattr(config, f.name)}" for f in dataclasses.fields(config))
     head = [f"- **{k}**: {v}" for k, v in meta.items()]
     head += [

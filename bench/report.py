@@ -194,11 +194,38 @@ def sessions_rows(figures: dict[str, Any]) -> list[tuple[str, ...]]:
     ]
 
 
+def growth_rows(figures: dict[str, dict[str, Any]]) -> list[tuple[str, ...]]:
+    """The 60-turn conversation through ``serve`` (bench/growth.py): broken ÷ clean CPU time,
+    the log against the final body, the last record complete; of the tree measured (the first)."""
+    if not figures:
+        return []
+    found = next(iter(figures.values()))
+    turns, ratio, log = found["turns"], found["ratio"], found["log_ratio"]
+    return [
+        (
+            f"CPU broken ÷ clean, one {turns}-turn conversation through serve",
+            f"{ratio:.2f}",
+            "-",
+            f"≤ {BROKEN_GOAL}",
+            _verdict(ratio <= BROKEN_GOAL),
+        ),
+        (
+            f"repair log ÷ final body, that conversation (last record complete: "
+            f"{found['last_record_complete']})",
+            f"{log:.2f}",
+            "-",
+            "≤ 3, complete",
+            _verdict(log <= 3 and bool(found["last_record_complete"])),
+        ),
+    ]
+
+
 def check_rows(
     fig: Figures,
     pacing: Pacing,
     leaks: dict[str, Any],
     sessions: dict[str, Any] | None = None,
+    growth: dict[str, dict[str, Any]] | None = None,
 ) -> list[tuple[str, ...]]:
     """The targets of the issues: (what, toolcall-guard, floor, goal, PASS/FAIL)."""
     if "guard" not in fig.targets:
@@ -207,6 +234,7 @@ def check_rows(
     if "parse" in fig.targets:
         out += parse_rows(fig)
     out += sessions_rows(sessions or {})
+    out += growth_rows(growth or {})
     for kind in ("small", "history"):
         direct = pacing.ttfc(kind, "direct")
         g, f = pacing.ttfc(kind, "guard") - direct, pacing.ttfc(kind, "floor") - direct
@@ -268,11 +296,15 @@ def table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
 
 
 def summary(
-    fig: Figures, pacing: Pacing, leaks: dict[str, Any], sessions: dict[str, Any] | None = None
+    fig: Figures,
+    pacing: Pacing,
+    leaks: dict[str, Any],
+    sessions: dict[str, Any] | None = None,
+    growth: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """The targets table (what the README shows)."""
     header = ("target", "toolcall-guard", "floor", "goal", "result")
-    return table(header, check_rows(fig, pacing, leaks, sessions))
+    return table(header, check_rows(fig, pacing, leaks, sessions, growth))
 
 
 def latency_table(fig: Figures) -> str:

@@ -57,3 +57,15 @@ def test_the_sessions_ratio_is_a_target_when_measured() -> None:
     assert sessions_rows({}) == []
     (row,) = sessions_rows({"ratio": 1.6, "turns": 30})
     assert row[1:] == ("1.60", "-", "≤ 1.5", "FAIL")
+
+
+def test_the_growth_run_is_a_target_when_measured() -> None:
+    from bench.report import growth_rows
+
+    assert growth_rows({}) == []
+    figures = {"ratio": 1.4, "turns": 60, "log_ratio": 0.96, "last_record_complete": True}
+    cpu, log = growth_rows({"toolcall-guard": figures})
+    assert cpu[1:] == ("1.40", "-", "≤ 1.5", "PASS")
+    assert log[-1] == "PASS"
+    (_, log) = growth_rows({"toolcall-guard": {**figures, "last_record_complete": False}})
+    assert log[-1] == "FAIL"
