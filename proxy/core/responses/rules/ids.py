@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from proxy.core.responses import index as fast
 from proxy.core.responses.items import (
     CALLS,
     Item,
@@ -60,7 +61,7 @@ def responses_call_id_format(history: Items, params: Params) -> list[Hit]:
     """
     limit = params["max_length"]
     facts = tool_facts(history)
-    if facts is not None and facts.longest <= limit:
+    if fast.FAST and facts is not None and facts.longest <= limit:
         return []  # every call and output has a call_id short enough, no other item has one
     hits: list[Hit] = []
     open_calls: list[tuple[int, str]] = []  # (position, call_id) of calls not yet answered
@@ -163,13 +164,14 @@ def responses_id_prefix(history: Items, params: Params) -> list[Hit]:
     one prefix into another, which its maintainers warn breaks the pairing (sub2api#6071).
     """
     hits = []
-    items, kinds = history.messages, history.kinds
-    for i in history.with_id:  # an item without an id has no prefix to check
-        prefix = ID_PREFIXES.get(kinds[i])
+    items = history.messages
+    # An item without an id has no prefix to check.
+    for i in history.with_id if fast.FAST else range(len(items)):
+        k = kind(items[i])
+        prefix = ID_PREFIXES.get(k)
         value = item_id(items[i])
         if prefix is not None and value is not None and not value.startswith(prefix):
-            detail = f"{kinds[i]} id {value!r} does not begin with {prefix!r}"
-            hits.append(Hit(i, ".id", detail))
+            hits.append(Hit(i, ".id", f"{k} id {value!r} does not begin with {prefix!r}"))
     return hits
 
 

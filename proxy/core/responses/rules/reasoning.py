@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
-from proxy.core.responses.items import Items, at, item_id, without_key
+from proxy.core.responses import index as fast
+from proxy.core.responses.items import Items, item_id, kind, without_key
 from proxy.core.responses.rules.common import rule
 from proxy.core.responses.rules.pairing import produced
 from proxy.core.rule import Hit, Params
@@ -27,7 +28,11 @@ def responses_reasoning_adjacency(history: Items, params: Params) -> list[Hit]:
     """
     items = history.messages
     hits, following, after = [], False, -1  # following: a produced item comes after this run
-    for i in reversed(history.positions(_REASONING)):
+    if fast.FAST:
+        reasoning = history.positions(_REASONING)
+    else:
+        reasoning = [i for i, item in enumerate(items) if kind(item) == "reasoning"]
+    for i in reversed(reasoning):
         if i + 1 != after:  # the last of a run of reasoning items: what follows it decides
             following = i + 1 < len(items) and produced(items[i + 1])
         after = i
@@ -70,11 +75,12 @@ def responses_missing_reasoning_ref(history: Items, params: Params) -> list[Hit]
     request = history.request
     if request.get("store") is False or request.get("previous_response_id") is not None:
         return []
-    items, kinds = history.messages, history.kinds
-    if _REPLAYED.isdisjoint(at(kinds, history.with_id)):
+    index = history.index
+    if fast.FAST and not any(map(index.ids.get, index.positions(_REPLAYED))):
         return []  # no message or call is replayed by id
+    items, kinds = history.messages, history.kinds
     model = request.get("model")
-    reasoning = "reasoning" in history.kind_set
+    reasoning = "reasoning" in index.kind_set
     if not reasoning and not (type(model) is str and _matches(model, params["models"])):
         return []
     return [
