@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import gt
+from itertools import repeat
+from operator import gt, lt
 
 from proxy.core.responses import index as fast
 from proxy.core.responses.items import (
@@ -89,17 +90,16 @@ def _pair_distinct(facts: ToolFacts) -> Pairing:
     if facts.call_keys == facts.output_keys and all(map(gt, facts.outputs, facts.calls)):
         return Pairing()  # the k-th output answers the k-th call, and comes after it
     where = dict(zip(facts.call_keys, facts.calls, strict=True))
-    bound: list[int | None] = list(map(where.get, facts.output_keys))
+    bound = list(map(where.get, facts.output_keys, repeat(-1)))  # -1: no call has its call_id
     result = Pairing()
-    for o, c in zip(facts.outputs, bound, strict=True):
-        if c is None:
-            result.unbound.append(o)
-        elif c > o:
-            result.misplaced[o] = c
-    answered = set(facts.output_keys)
-    result.open = [
-        c for c, key in zip(facts.calls, facts.call_keys, strict=True) if key not in answered
-    ]
+    if any(map(lt, facts.outputs, bound)):  # some output comes before its call
+        pairs = zip(facts.outputs, bound, strict=True)
+        result.misplaced = {o: c for o, c in pairs if c > o}
+    stray, unanswered = facts.answered - facts.called, facts.called - facts.answered
+    if stray:
+        answering = dict(zip(facts.output_keys, facts.outputs, strict=True))
+        result.unbound = sorted(map(answering.__getitem__, stray))
+    result.open = sorted(map(where.__getitem__, unanswered))
     return result
 
 

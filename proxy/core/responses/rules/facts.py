@@ -9,6 +9,7 @@ irregular: the detectors then run their exact scans.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -33,6 +34,8 @@ class ToolFacts:
     outputs: list[int]  # the positions of the outputs, in order
     call_keys: list[str]  # the call_id of each call
     output_keys: list[str]  # the call_id of each output
+    called: AbstractSet[str]  # the call_ids of the calls
+    answered: AbstractSet[str]  # the call_ids of the outputs
     longest: int  # the length of the longest call_id
     distinct: bool  # no two calls share a call_id, nor two outputs
 
@@ -52,19 +55,17 @@ def _tool_facts(history: Items) -> ToolFacts | None:
         return None  # a call or output without a call_id, or another item with one
     try:
         call_keys, output_keys = _at(keyed, calls), _at(keyed, outputs)
-        keys = set(call_keys)
-        distinct = len(keys) == len(call_keys)
+        called = answered = set(call_keys)
         if output_keys != call_keys:  # (most histories answer their calls in order)
             answered = set(output_keys)
-            distinct = distinct and len(answered) == len(output_keys)
-            keys |= answered
         # Every key hashes (a set holds it) and has a length: a JSON string, no other value.
-        longest = max(map(len, keys), default=0)
+        longest = max(max(map(len, called), default=0), max(map(len, answered), default=0))
     except (KeyError, TypeError):
         return None  # a call or output without a call_id, or one that is not a string
-    if "" in keys:
+    if "" in called or "" in answered:
         return None
-    return ToolFacts(calls, outputs, call_keys, output_keys, longest, distinct)
+    distinct = len(called) == len(call_keys) and len(answered) == len(output_keys)
+    return ToolFacts(calls, outputs, call_keys, output_keys, called, answered, longest, distinct)
 
 
 def _at(keyed: dict[int, Any], positions: list[int]) -> list[Any]:
