@@ -1,7 +1,8 @@
 """The Responses index (:mod:`proxy.core.responses.index`) against a fresh, plain computation.
 
 1. The one-pass index holds what a plain walk over the items finds, field by field, whether
-   :meth:`Items.of` built it, a rule's lookup did, or a repair handed it on (carried).
+   :meth:`Items.of` built it, a rule's lookup did, or a repair handed it on (carried; the
+   carrying alone: ``test_carry.py``).
 2. Every rule finds exactly what it finds on the same history without the memo (each lookup
    builds anew, nothing is carried) and without the fast exits
    (:data:`~proxy.core.responses.index.FAST`), at every step of the pipeline, repairs applied.
@@ -277,26 +278,3 @@ def test_the_walk_refuses_what_the_item_check_refuses(items: list[Any]) -> None:
 @pytest.mark.parametrize("body", [[], {"input": 3}, {"input": {"type": "message"}}])
 def test_a_body_or_input_of_the_wrong_shape_is_refused_by_both(body: Any) -> None:
     assert _refusal(Items.of, body) == _refusal(items_of, body) is not None
-
-
-def test_a_repair_hands_on_an_index_of_its_own() -> None:
-    items = [
-        {"role": "user", "content": "hi"},
-        {"type": "function_call_output", "call_id": "call_1", "output": "ok"},
-        {"type": "function_call", "call_id": "call_2", "name": "f", "arguments": "{}"},
-    ]
-    history = Items.of({"input": items})
-    before = index_of(history)
-    salvaged = history.replace({1: {"role": "user", "content": "the output"}})
-    assert salvaged.memoized("index")[0]  # carried, not walked again
-    assert index_of(salvaged).of("message") == [0, 1]
-    assert index_of(salvaged).call_ids == {2: "call_2"}
-    assert index_of(history) is before
-    assert before.of("function_call_output") == [1]  # the old history's index is untouched
-    answered = salvaged.edited({2: [(items[1], None)]}, {0})
-    assert index_of(answered).by_kind == {
-        "message": [0],
-        "function_call": [1],
-        "function_call_output": [2],
-    }
-    assert index_of(answered) == build(answered)
