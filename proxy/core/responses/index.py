@@ -132,6 +132,8 @@ class _Edit:
         return self.by_kind[k]
 
     def remove(self, i: int, item: Item) -> None:
+        if type(item) is not dict:
+            return  # recorded nowhere (see _plain)
         found = self._own(kind(item))
         del found[bisect_left(found, i)]
         self.call_ids.pop(i, None)
@@ -140,6 +142,8 @@ class _Edit:
             self.untyped.remove(i)
 
     def add(self, i: int, item: Item) -> None:
+        if type(item) is not dict:
+            return
         insort(self._own(kind(item)), i)
         if "call_id" in item:
             self.call_ids[i] = item["call_id"]

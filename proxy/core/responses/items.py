@@ -57,12 +57,16 @@ SERVER_ITEMS = frozenset(
 TOOL_KINDS = CALLS | OUTPUTS | SERVER_ITEMS | {"mcp_approval_response"}
 
 
+#: Item kinds only the model emits (besides assistant messages: see :func:`is_model_item`).
+MODEL_KINDS = CALLS | SERVER_ITEMS | {"reasoning"}
+
+
 def is_model_item(item: Item) -> bool:
     """Whether the model emitted this item (an assistant message, a call, reasoning…)."""
     k = kind(item)
     if k == "message":
         return item.get("role") == "assistant"
-    return k in CALLS or k in SERVER_ITEMS or k == "reasoning"
+    return k in MODEL_KINDS
 
 
 def needs_output(item: Item) -> bool:

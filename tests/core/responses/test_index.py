@@ -99,7 +99,7 @@ def _long_call_id(items: list[Body], at: int) -> None:  # around the 64 characte
 def _shared_call_id(items: list[Body], at: int) -> None:
     calls = _calls(items)
     if len(calls) > 1:
-        calls[-1]["call_id"] = calls[0]["call_id"]
+        calls[-1]["call_id"] = calls[0].get("call_id")
     items.insert(at % (len(items) + 1), {"role": "user", "content": "x", "call_id": "call_x"})
 
 
@@ -126,6 +126,12 @@ def _replayed_without_reasoning(items: list[Body], at: int) -> None:  # R4: call
     items[:] = [item for item in items if item.get("type") != "reasoning"]
 
 
+def _near_prefix(items: list[Body], at: int) -> None:  # R10: one letter short of the prefix
+    for n, item in enumerate(items):
+        if n % 3 == at % 3 and item.get("type") in ("function_call", "reasoning", "message"):
+            item["id"] = f"{item['type'][0]}_{n}"
+
+
 def _repeated_id(items: list[Body], at: int) -> None:
     first = items[at % len(items)]
     first["id"] = "msg_twice"
@@ -141,6 +147,7 @@ EXTRA = {
     "reordered_outputs": _reordered_outputs,
     "ambiguous": _ambiguous,
     "repeated_id": _repeated_id,
+    "near_prefix": _near_prefix,
     "replayed_without_reasoning": _replayed_without_reasoning,
 }
 

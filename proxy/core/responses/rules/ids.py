@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from proxy.core.responses import index as fast
@@ -163,6 +164,8 @@ def responses_id_prefix(history: Items, params: Params) -> list[Hit]:
     removes the ``id`` (it is optional on input items) and keeps ``call_id``; it never renames
     one prefix into another, which its maintainers warn breaks the pairing (sub2api#6071).
     """
+    if fast.FAST and _prefixes_match(history):
+        return []
     hits = []
     items = history.messages
     # An item without an id has no prefix to check.
@@ -173,6 +176,19 @@ def responses_id_prefix(history: Items, params: Params) -> list[Hit]:
         if prefix is not None and value is not None and not value.startswith(prefix):
             hits.append(Hit(i, ".id", f"{k} id {value!r} does not begin with {prefix!r}"))
     return hits
+
+
+def _prefixes_match(history: Items) -> bool:
+    """Whether the id of every item of a kind with a prefix begins with it (a fast exit)."""
+    index = history.index
+    for k in index.kind_set.intersection(ID_PREFIXES):
+        sent = filter(None, map(index.ids.get, index.of(k)))  # "" or no id: nothing to check
+        try:
+            if not all(map(str.startswith, sent, repeat(ID_PREFIXES[k]))):
+                return False
+        except TypeError:  # an id that is not a string: the plain loop reads it
+            return False
+    return True
 
 
 @responses_id_prefix.repair("drop_id")
