@@ -181,6 +181,8 @@ def responses_id_prefix(history: Items, params: Params) -> list[Hit]:
 def _prefixes_match(history: Items) -> bool:
     """Whether the id of every item of a kind with a prefix begins with it (a fast exit)."""
     index = history.index
+    if not index.ids:
+        return True  # no item has an id
     for k in index.kind_set.intersection(ID_PREFIXES):
         sent = filter(None, map(index.ids.get, index.of(k)))  # "" or no id: nothing to check
         try:

@@ -110,6 +110,8 @@ def _all_followed(history: Items) -> bool:
     """Whether every reasoning item is followed by another or by an item the model emitted (a
     fast exit of :func:`responses_reasoning_adjacency`)."""
     reasoning = history.positions(_REASONING)
+    if not reasoning:
+        return True
     after = set(map(add, reasoning, repeat(1))).difference(reasoning)  # what follows each run
     return len(history) not in after and after.isdisjoint(breaks(history))
 
