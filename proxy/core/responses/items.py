@@ -12,12 +12,14 @@ The item taxonomy is responses-api.md A5 (openai-python's ``ResponseInputItemPar
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, count, repeat
+from itertools import repeat
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from proxy.core.history import CopyOnWrite
+from proxy.core.responses.index import Index, Runs, index_of, walk
+from proxy.core.responses.index import kind as kind  # noqa: PLC0414 - the taxonomy's, read here
 from proxy.errors import MalformedHistory
 
 T = TypeVar("T")
@@ -55,12 +57,8 @@ SERVER_ITEMS = frozenset(
 TOOL_KINDS = CALLS | OUTPUTS | SERVER_ITEMS | {"mcp_approval_response"}
 
 
-def kind(item: Item) -> str:
-    """The item's type: its ``type``, else ``message`` (it has a role) or ``item_reference``."""
-    value = item.get("type")
-    if type(value) is str:
-        return value
-    return "message" if "role" in item else "item_reference"
+#: Item kinds only the model emits (besides assistant messages: see :func:`is_model_item`).
+MODEL_KINDS = CALLS | SERVER_ITEMS | {"reasoning"}
 
 
 def is_model_item(item: Item) -> bool:
@@ -68,7 +66,7 @@ def is_model_item(item: Item) -> bool:
     k = kind(item)
     if k == "message":
         return item.get("role") == "assistant"
-    return k in CALLS or k in SERVER_ITEMS or k == "reasoning"
+    return k in MODEL_KINDS
 
 
 def needs_output(item: Item) -> bool:
@@ -99,30 +97,36 @@ def items_of(body: Any) -> list[Item]:
     A string ``input`` (or none: ``previous_response_id``/``prompt`` requests) has no items and
     is always clean: an empty list comes back.
     """
-    return _checked(body)[0]
+    return _checked(body)
 
 
-def _checked(body: Any) -> tuple[list[Item], list[str] | None]:
-    """:func:`items_of`, and the kinds of the items when the check learnt them on the way."""
+def _checked(body: Any) -> list[Item]:
+    """:func:`items_of`: the body and its ``input``, then each item."""
+    items = _input_of(body)
+    for i, item in enumerate(items):
+        _check_item(i, item)
+    return items
+
+
+def _input_of(body: Any) -> list[Item]:
+    """``body["input"]`` after the checks on the body and the input itself (not its items)."""
     if type(body) is not dict:
         raise MalformedHistory("The request body must be a JSON object.", None)
     items = body.get("input")
     if items is None or type(items) is str:
-        return [], []
+        return []
     if type(items) is not list:
         raise MalformedHistory("'input' must be a string or an array of input items.", "input")
-    if set(map(type, items)) <= {dict}:
-        types = _types(items)
-        if set(map(type, types)) <= {str}:
-            return items, types  # every item is an object with a string type: checked in C
-    for i, item in enumerate(items):
-        if type(item) is not dict:
-            raise MalformedHistory(f"input[{i}] must be an object.", f"input[{i}]")
-        if "type" in item and type(item["type"]) is not str:
-            raise MalformedHistory(f"input[{i}].type must be a string.", f"input[{i}].type")
-        if "type" not in item and "role" not in item and item_id(item) is None:
-            raise MalformedHistory(f"input[{i}].type is required.", f"input[{i}].type")
-    return items, None
+    return items
+
+
+def _check_item(i: int, item: Any) -> None:
+    if type(item) is not dict:
+        raise MalformedHistory(f"input[{i}] must be an object.", f"input[{i}]")
+    if "type" in item and type(item["type"]) is not str:
+        raise MalformedHistory(f"input[{i}].type must be a string.", f"input[{i}].type")
+    if "type" not in item and "role" not in item and item_id(item) is None:
+        raise MalformedHistory(f"input[{i}].type is required.", f"input[{i}].type")
 
 
 def path(index: int | None, where: str = "") -> str:
@@ -136,21 +140,34 @@ class Items(CopyOnWrite):
     """Responses ``input`` items as a copy-on-write history
     (:class:`~proxy.core.history.CopyOnWrite`).
 
-    The properties below are what one C-level pass over the items learns, computed on first
-    use and shared by every detector that reads them (memoised per history), so that the
-    detectors of a clean history prove it clean without each walking the items again.
+    What the rules look up is in its :class:`~proxy.core.responses.index.Index`, built in one
+    walk over the items on first use and shared by every detector (memoised per history), so
+    that the detectors of a clean history prove it clean without each walking the items again.
     """
 
     __slots__ = ()
 
     @classmethod
     def of(cls, body: Any) -> Items:
-        """The items of the request ``body`` (:func:`items_of`), the body riding along."""
-        items, kinds = _checked(body)
+        """The items of the request ``body`` (:func:`items_of`), the body riding along.
+
+        One walk checks the items and indexes them: when every item is an object with a string
+        ``type``, only the untyped ones need the check's closer look."""
+        items = _input_of(body)
         history = cls(items, request=MappingProxyType(body))
-        if kinds is not None:  # the check read every type already: the kinds need no new pass
-            history.memo("kinds", lambda _: kinds)
+        found = walk(items)
+        if found is None:
+            _checked(body)  # raises: some item is not an object or its type not a string
+        else:
+            for i in found.untyped:
+                _check_item(i, items[i])
+            history.seed("index", found)
         return history
+
+    @property
+    def index(self) -> Index:
+        """The history's :class:`~proxy.core.responses.index.Index` (memoised)."""
+        return index_of(self)
 
     @property
     def kinds(self) -> list[str]:
@@ -160,33 +177,38 @@ class Items(CopyOnWrite):
     @property
     def kind_set(self) -> frozenset[str]:
         """The kinds present in the history."""
-        return self.memo("kind_set", _kind_set)
+        return index_of(self).kind_set
 
     @property
     def with_id(self) -> list[int]:
         """The positions of the items whose ``id`` is truthy (every non-empty string ``id``)."""
-        return self.memo("with_id", _with_id)
+        return index_of(self).with_id
 
     @property
     def tool_free(self) -> bool:
         """Whether no item is a call, an output, a server tool item or an approval."""
-        return self.kind_set.isdisjoint(TOOL_KINDS)
+        return index_of(self).kind_set.isdisjoint(TOOL_KINDS)
 
     def path(self, i: int, where: str = "") -> str:
         return path(-1 if i == -1 else self.origin(i), where)
 
     def positions(self, wanted: frozenset[str]) -> list[int]:
         """The positions of the items whose kind is in ``wanted``, in order (shared: do not
-        mutate). Memoised by the kinds present, so sets that select the same kinds here (all
-        outputs, and the outputs that may hold parts, when only function outputs are present)
-        share one pass."""
-        present = self.kind_set & wanted
-        if not present:
-            return []
-        found: dict[frozenset[str], list[int]] = self.memo("positions", _no_positions)
-        if present not in found:
-            found[present] = list(compress(count(), map(present.__contains__, self.kinds)))
-        return found[present]
+        mutate)."""
+        return index_of(self).positions(wanted)
+
+    def replace(self, changes: Mapping[int, Item]) -> Items:
+        """:meth:`CopyOnWrite.replace`, the index handed on (:meth:`Index.replaced`)."""
+        replaced = super().replace(changes)
+        known, index = self.memoized("index")
+        if known and replaced is not self:
+            replaced.seed("index", index.replaced(self.messages, replaced.messages, changes))
+        return replaced
+
+    def _carry(self, edited: Items, runs: Runs) -> None:
+        known, index = self.memoized("index")
+        if known:
+            edited.seed("index", index.moved(self.messages, edited.messages, runs))
 
 
 def values(items: Iterable[Item], key: str) -> list[Any]:
@@ -194,28 +216,12 @@ def values(items: Iterable[Item], key: str) -> list[Any]:
     return list(map(dict.get, items, repeat(key)))
 
 
-def _types(items: list[Item]) -> list[Any]:
-    return values(items, "type")
-
-
 def _kinds(history: Items) -> list[str]:
     items = history.messages
-    kinds = _types(items)
+    kinds = values(items, "type")
     if set(map(type, kinds)) <= {str}:
         return kinds
     return list(map(kind, items))  # some items have no type: messages or item references
-
-
-def _no_positions(history: Items) -> dict[frozenset[str], list[int]]:
-    return {}
-
-
-def _kind_set(history: Items) -> frozenset[str]:
-    return frozenset(history.kinds)
-
-
-def _with_id(history: Items) -> list[int]:
-    return list(compress(count(), map(dict.get, history.messages, repeat("id"))))
 
 
 def at(items: Sequence[T], positions: list[int]) -> list[T]:

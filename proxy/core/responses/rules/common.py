@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import gt
+from itertools import repeat
+from operator import gt, lt
 
+from proxy.core.responses import index as fast
 from proxy.core.responses.items import (
     OUTPUTS,
     Item,
@@ -34,7 +36,6 @@ Entries = list[tuple[Item, int | None]]  # (item, its position, None if new)
 class Pairing:
     """Which outputs answer which calls, and what is left over."""
 
-    answered: dict[int, int] = field(default_factory=dict)  # output position -> call position
     misplaced: dict[int, int] = field(default_factory=dict)  # output -> the later call it answers
     unbound: list[int] = field(default_factory=list)  # outputs answering no call in the input
     open: list[int] = field(default_factory=list)  # calls no output answers
@@ -55,7 +56,7 @@ def pairing(history: Items) -> Pairing:
 
 def _pair(history: Items) -> Pairing:
     facts = tool_facts(history)
-    if facts is not None and facts.distinct:
+    if fast.FAST and facts is not None and facts.distinct:
         return _pair_distinct(facts)
     result = Pairing()
     open_calls: dict[str, deque[int]] = {}
@@ -69,7 +70,7 @@ def _pair(history: Items) -> Pairing:
         elif answers_a_call(item):
             waiting = open_calls.get(key)
             if waiting:
-                result.answered[i] = waiting.popleft()
+                waiting.popleft()  # answered
             else:
                 early.append((i, key))
     for i, key in early:  # outputs sent before their call: bind them to a later open call
@@ -86,23 +87,19 @@ def _pair_distinct(facts: ToolFacts) -> Pairing:
     """:func:`_pair` when no two calls share a call_id, nor two outputs: each output binds to
     the one call with its call_id, answered if the call comes first, misplaced if it comes
     later, unbound if there is none; a call is open when no output has its call_id."""
+    if facts.call_keys == facts.output_keys and all(map(gt, facts.outputs, facts.calls)):
+        return Pairing()  # the k-th output answers the k-th call, and comes after it
     where = dict(zip(facts.call_keys, facts.calls, strict=True))
-    bound: list[int | None] = list(map(where.get, facts.output_keys))
-    clean = len(bound) == len(where) and None not in bound  # every call has one output
-    if clean and all(map(gt, facts.outputs, bound)):  # type: ignore[arg-type]
-        return Pairing(dict(zip(facts.outputs, bound, strict=True)))  # type: ignore[arg-type]
+    bound = list(map(where.get, facts.output_keys, repeat(-1)))  # -1: no call has its call_id
     result = Pairing()
-    for o, c in zip(facts.outputs, bound, strict=True):
-        if c is None:
-            result.unbound.append(o)
-        elif c < o:
-            result.answered[o] = c
-        else:
-            result.misplaced[o] = c
-    answered = set(facts.output_keys)
-    result.open = [
-        c for c, key in zip(facts.calls, facts.call_keys, strict=True) if key not in answered
-    ]
+    if any(map(lt, facts.outputs, bound)):  # some output comes before its call
+        pairs = zip(facts.outputs, bound, strict=True)
+        result.misplaced = {o: c for o, c in pairs if c > o}
+    stray, unanswered = facts.answered - facts.called, facts.called - facts.answered
+    if stray:
+        answering = dict(zip(facts.output_keys, facts.outputs, strict=True))
+        result.unbound = sorted(map(answering.__getitem__, stray))
+    result.open = sorted(map(where.__getitem__, unanswered))
     return result
 
 
@@ -126,7 +123,12 @@ _NOT_CALLS = frozenset({"message", "reasoning"})
 
 def insert_before(history: Items, inserts: dict[int, Entries], skip: Iterable[int]) -> Items:
     """Rebuild without the ``skip`` positions, adding ``inserts[j]`` right before position j
-    (``inserts[len(history)]`` at the end)."""
+    (``inserts[len(history)]`` at the end).
+
+    The runs between the edits are copied as slices (:meth:`~proxy.core.history.CopyOnWrite.
+    edited` inserts after a position: right before j is right after j - 1)."""
+    if 0 not in inserts:
+        return history.edited({j - 1: entries for j, entries in inserts.items()}, skip)
     dropped = set(skip)
     entries: Entries = []
     for i, item in enumerate(history.messages):

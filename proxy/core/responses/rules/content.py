@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.core.responses.items import Items, at, values
+from proxy.core.responses.items import Items
 from proxy.core.responses.rules.common import rule
 from proxy.core.rule import Hit, Params
 
@@ -28,10 +28,8 @@ def responses_output_content_types(history: Items, params: Params) -> list[Hit]:
     rejected.
     """
     hits = []
-    items, outputs = history.messages, history.positions(_PART_OUTPUTS)
-    if list not in set(map(type, values(at(items, outputs), "output"))):
-        return []  # every output is a string (or no list): it holds no part
-    for i in outputs:
+    items = history.messages
+    for i in history.positions(_PART_OUTPUTS):
         output = items[i].get("output")
         if type(output) is not list:
             continue

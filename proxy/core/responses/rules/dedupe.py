@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from proxy.core.responses import index as fast
 from proxy.core.responses.items import Item, Items, call_key, item_id, kind, needs_output
 from proxy.core.responses.rules.common import answers_a_call, rule
 from proxy.core.responses.rules.facts import distinct_ids, tool_facts
@@ -26,7 +27,7 @@ def responses_duplicate_item(history: Items, params: Params) -> list[Hit]:
     ``call_id`` the same way).
     """
     facts = tool_facts(history)
-    if facts is not None and facts.distinct and distinct_ids(history):
+    if fast.FAST and facts is not None and facts.distinct and distinct_ids(history):
         return []  # no id, call_id of a call or call_id of an output repeats: nothing to find
     return _Scan(history.messages).run()
 

@@ -1,16 +1,20 @@
 """What the call rules need to know about a history's calls and outputs, computed once.
 
-Memoised on the history (:meth:`~proxy.core.history.CopyOnWrite.memo`), so that the detectors
-of a clean history share one C-level look at its calls and outputs (``call_id`` format,
-duplicates, pairing) and each proves "nothing to find" from it before any per-item scan. The
-facts are None when the history is irregular: the detectors then run their exact scans.
+Read from the history's :class:`~proxy.core.responses.index.Index` and memoised on the history
+(:meth:`~proxy.core.history.CopyOnWrite.memo`), so that the detectors of a clean history share
+one look at its calls and outputs (``call_id`` format, duplicates, pairing) and each proves
+"nothing to find" from it before any per-item scan. The facts are None when the history is
+irregular: the detectors then run their exact scans.
 """
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
 
-from proxy.core.responses.items import CALLS, OUTPUTS, Items, at, values
+from proxy.core.responses.items import CALLS, OUTPUTS, Items
 
 #: Kinds whose role in the pairing depends on more than their kind: ``tool_search_*`` on their
 #: ``execution``, a legacy ``local_shell_call_output`` keyed by ``id`` instead of ``call_id``.
@@ -30,6 +34,8 @@ class ToolFacts:
     outputs: list[int]  # the positions of the outputs, in order
     call_keys: list[str]  # the call_id of each call
     output_keys: list[str]  # the call_id of each output
+    called: AbstractSet[str]  # the call_ids of the calls
+    answered: AbstractSet[str]  # the call_ids of the outputs
     longest: int  # the length of the longest call_id
     distinct: bool  # no two calls share a call_id, nor two outputs
 
@@ -40,19 +46,33 @@ def tool_facts(history: Items) -> ToolFacts | None:
 
 
 def _tool_facts(history: Items) -> ToolFacts | None:
-    if not history.kind_set.isdisjoint(_AMBIGUOUS):
+    index = history.index
+    if not index.kind_set.isdisjoint(_AMBIGUOUS):
         return None
-    calls, outputs = history.positions(CALLS), history.positions(OUTPUTS)
-    keys = values(history.messages, "call_id")
-    call_keys, output_keys = at(keys, calls), at(keys, outputs)
-    tool_keys = call_keys + output_keys
-    if not set(map(type, tool_keys)) <= {str} or "" in tool_keys:
+    calls, outputs = index.positions(CALLS), index.positions(OUTPUTS)
+    keyed = index.call_ids
+    if len(keyed) != len(calls) + len(outputs):
+        return None  # a call or output without a call_id, or another item with one
+    try:
+        call_keys, output_keys = _at(keyed, calls), _at(keyed, outputs)
+        called = answered = set(call_keys)
+        if output_keys != call_keys:  # (most histories answer their calls in order)
+            answered = set(output_keys)
+        # Every key hashes (a set holds it) and has a length: a JSON string, no other value.
+        longest = max(max(map(len, called), default=0), max(map(len, answered), default=0))
+    except (KeyError, TypeError):
+        return None  # a call or output without a call_id, or one that is not a string
+    if "" in called or "" in answered:
         return None
-    if keys.count(None) != len(keys) - len(tool_keys):  # another item has a call_id
-        return None
-    distinct = len(set(call_keys)) == len(call_keys) and len(set(output_keys)) == len(output_keys)
-    longest = max(map(len, tool_keys), default=0)
-    return ToolFacts(calls, outputs, call_keys, output_keys, longest, distinct)
+    distinct = len(called) == len(call_keys) and len(answered) == len(output_keys)
+    return ToolFacts(calls, outputs, call_keys, output_keys, called, answered, longest, distinct)
+
+
+def _at(keyed: dict[int, Any], positions: list[int]) -> list[Any]:
+    """``keyed[i] for i in positions``, built in C; KeyError when one is missing."""
+    if len(positions) > 1:
+        return list(itemgetter(*positions)(keyed))
+    return [keyed[i] for i in positions]
 
 
 def distinct_ids(history: Items) -> bool:
@@ -61,5 +81,5 @@ def distinct_ids(history: Items) -> bool:
 
 
 def _distinct_ids(history: Items) -> bool:
-    ids = values(at(history.messages, history.with_id), "id")
+    ids = list(filter(None, history.index.ids.values()))
     return set(map(type, ids)) <= {str} and len(set(ids)) == len(ids)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
+from proxy.core.responses import index as fast
 from proxy.core.responses.items import (
     CALLS,
     Item,
@@ -60,7 +62,7 @@ def responses_call_id_format(history: Items, params: Params) -> list[Hit]:
     """
     limit = params["max_length"]
     facts = tool_facts(history)
-    if facts is not None and facts.longest <= limit:
+    if fast.FAST and facts is not None and facts.longest <= limit:
         return []  # every call and output has a call_id short enough, no other item has one
     hits: list[Hit] = []
     open_calls: list[tuple[int, str]] = []  # (position, call_id) of calls not yet answered
@@ -162,15 +164,33 @@ def responses_id_prefix(history: Items, params: Params) -> list[Hit]:
     removes the ``id`` (it is optional on input items) and keeps ``call_id``; it never renames
     one prefix into another, which its maintainers warn breaks the pairing (sub2api#6071).
     """
+    if fast.FAST and _prefixes_match(history):
+        return []
     hits = []
-    items, kinds = history.messages, history.kinds
-    for i in history.with_id:  # an item without an id has no prefix to check
-        prefix = ID_PREFIXES.get(kinds[i])
+    items = history.messages
+    # An item without an id has no prefix to check.
+    for i in history.with_id if fast.FAST else range(len(items)):
+        k = kind(items[i])
+        prefix = ID_PREFIXES.get(k)
         value = item_id(items[i])
         if prefix is not None and value is not None and not value.startswith(prefix):
-            detail = f"{kinds[i]} id {value!r} does not begin with {prefix!r}"
-            hits.append(Hit(i, ".id", detail))
+            hits.append(Hit(i, ".id", f"{k} id {value!r} does not begin with {prefix!r}"))
     return hits
+
+
+def _prefixes_match(history: Items) -> bool:
+    """Whether the id of every item of a kind with a prefix begins with it (a fast exit)."""
+    index = history.index
+    if not index.ids:
+        return True  # no item has an id
+    for k in index.kind_set.intersection(ID_PREFIXES):
+        sent = filter(None, map(index.ids.get, index.of(k)))  # "" or no id: nothing to check
+        try:
+            if not all(map(str.startswith, sent, repeat(ID_PREFIXES[k]))):
+                return False
+        except TypeError:  # an id that is not a string: the plain loop reads it
+            return False
+    return True
 
 
 @responses_id_prefix.repair("drop_id")

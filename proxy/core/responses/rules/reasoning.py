@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from itertools import accumulate, compress, repeat
+from operator import add, ne
 
-from proxy.core.responses.items import Items, at, item_id, without_key
+from proxy.core.responses import index as fast
+from proxy.core.responses.items import (
+    MODEL_KINDS,
+    Items,
+    at,
+    item_id,
+    kind,
+    values,
+    without_key,
+)
 from proxy.core.responses.rules.common import rule
 from proxy.core.responses.rules.pairing import produced
 from proxy.core.rule import Hit, Params
@@ -25,9 +36,15 @@ def responses_reasoning_adjacency(history: Items, params: Params) -> list[Hit]:
     openai-agents-python#1611). Further reasoning items may come between. The ``drop`` repair
     drops the reasoning item (never the items around it).
     """
+    if fast.FAST and _all_followed(history):
+        return []
     items = history.messages
     hits, following, after = [], False, -1  # following: a produced item comes after this run
-    for i in reversed(history.positions(_REASONING)):
+    if fast.FAST:
+        reasoning = history.positions(_REASONING)
+    else:
+        reasoning = [i for i, item in enumerate(items) if kind(item) == "reasoning"]
+    for i in reversed(reasoning):
         if i + 1 != after:  # the last of a run of reasoning items: what follows it decides
             following = i + 1 < len(items) and produced(items[i + 1])
         after = i
@@ -70,13 +87,16 @@ def responses_missing_reasoning_ref(history: Items, params: Params) -> list[Hit]
     request = history.request
     if request.get("store") is False or request.get("previous_response_id") is not None:
         return []
-    items, kinds = history.messages, history.kinds
-    if _REPLAYED.isdisjoint(at(kinds, history.with_id)):
+    index = history.index
+    if fast.FAST and not any(map(index.ids.get, index.positions(_REPLAYED))):
         return []  # no message or call is replayed by id
     model = request.get("model")
-    reasoning = "reasoning" in history.kind_set
+    reasoning = "reasoning" in index.kind_set
     if not reasoning and not (type(model) is str and _matches(model, params["models"])):
         return []
+    if fast.FAST and _all_reasoned(history):
+        return []
+    items, kinds = history.messages, history.kinds
     return [
         Hit(i, ".id", f"{kinds[i]} {items[i]['id']!r} replayed by id without its reasoning")
         for run in _responses(history)
@@ -84,6 +104,49 @@ def responses_missing_reasoning_ref(history: Items, params: Params) -> list[Hit]
         for i in run
         if kinds[i] in _REPLAYED and item_id(items[i]) is not None
     ]
+
+
+def _all_followed(history: Items) -> bool:
+    """Whether every reasoning item is followed by another or by an item the model emitted (a
+    fast exit of :func:`responses_reasoning_adjacency`)."""
+    reasoning = history.positions(_REASONING)
+    if not reasoning:
+        return True
+    after = set(map(add, reasoning, repeat(1))).difference(reasoning)  # what follows each run
+    return len(history) not in after and after.isdisjoint(breaks(history))
+
+
+def _all_reasoned(history: Items) -> bool:
+    """Whether every item replayed by id shares its response (its run of model items) with a
+    reasoning item (a fast exit of :func:`responses_missing_reasoning_ref`). Two model items
+    are in one run when no item the model did not emit comes between them: when as many
+    :func:`breaks` come before each."""
+    index = history.index
+    marks = [0] * len(history)
+    for b in breaks(history):
+        marks[b] = 1
+    run = list(accumulate(marks))  # a user message's: the run right after it
+    reasoned = set(at(run, history.positions(_REASONING)))
+    for k in index.kind_set & _REPLAYED:
+        found = index.of(k)
+        replayed = list(compress(found, map(index.ids.get, found)))
+        if not reasoned.issuperset(at(run, replayed)):
+            return False
+    return True
+
+
+def breaks(history: Items) -> list[int]:
+    """The positions of the items the model did not emit, in order (memoised)."""
+    return history.memo("breaks", _breaks)
+
+
+def _breaks(history: Items) -> list[int]:
+    index = history.index
+    found = index.positions(index.kind_set - MODEL_KINDS - {"message"})
+    messages = index.of("message")
+    roles = values(at(history.messages, messages), "role")
+    written = list(compress(messages, map(ne, roles, repeat("assistant"))))
+    return sorted(found + written) if found and written else found or written
 
 
 def _matches(model: str, globs: object) -> bool:

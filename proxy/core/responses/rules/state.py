@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.responses.items import Item, Items, item_id
+from proxy.core.responses import index as fast
+from proxy.core.responses.items import Item, Items, item_id, kind
 from proxy.core.responses.rules.common import rule
 from proxy.core.rule import Hit, Params
 
@@ -53,8 +54,9 @@ def responses_store_false(history: Items, params: Params) -> list[Hit]:
         return []
     hits = []
     items = history.messages
-    for i in history.positions(_LOOKED_UP):
-        item, k = items[i], history.kinds[i]
+    for i in history.positions(_LOOKED_UP) if fast.FAST else range(len(items)):
+        item = items[i]
+        k = kind(item)
         if k == "item_reference":
             detail = f"item_reference {item.get('id')!r} cannot be resolved: store is false"
             hits.append(Hit(i, ".id", detail, fatal=not _droppable_ref(item)))
