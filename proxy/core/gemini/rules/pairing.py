@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, response_of
+from proxy.core.gemini import index as fast
+from proxy.core.gemini.index import index_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import Item, Part, call_of, parts_of, response_of
 from proxy.core.gemini.rules.common import (
     EXTRA_TEXT,
     LOST_TEXT,
@@ -44,9 +47,16 @@ def gemini_extra_response(history: Contents, params: Params) -> list[Hit]:
     """
     if not facts(params).pairs_calls:
         return []
-    hits = []
-    for i in range(len(history)):
-        if is_call_turn(history, i) and is_response_turn(history, i + 1):
+    hits: list[Hit] = []
+    index = index_of(history)
+    if fast.FAST and index.settled():
+        return hits
+    for i in index.call_turns:
+        # Matching by id pairs as many of each side: a turn has extra responses exactly when
+        # it has more responses than calls.
+        if fast.FAST and index.answers(i) <= index.sizes[i]:
+            continue
+        if is_response_turn(history, i + 1):
             found = turn_pairing(history, i)
             calls = len(found.pairs) + len(found.missing)
             for j in found.extra:
@@ -90,10 +100,13 @@ def gemini_missing_response(history: Contents, params: Params) -> list[Hit]:
     """
     if not facts(params).pairs_calls:
         return []
+    index = index_of(history)
+    if fast.FAST and index.settled():
+        return []
     return [
         Hit(i, f".parts[{j}]", "functionCall without a functionResponse in the next turn", j)
-        for i in range(len(history))
-        if is_call_turn(history, i)
+        for i in index.call_turns
+        if not fast.FAST or index.sizes[i] > index.answers(i)  # else each call has an answer
         for j in turn_pairing(history, i).missing
     ]
 
@@ -147,8 +160,8 @@ def gemini_response_name(history: Contents, params: Params) -> list[Hit]:
     if not facts(params).non_empty_parts:
         return []
     hits = []
-    for i in range(len(history)):
-        if not is_response_turn(history, i):
+    for i in index_of(history).unusual if fast.FAST else range(len(history)):
+        if not is_response_turn(history, i):  # an ordinary response part has a name
             continue
         paired = (
             dict((r, c) for c, r in turn_pairing(history, i - 1).pairs)
