@@ -61,8 +61,11 @@ Check = Callable[[Any, str], None]
 class Index:
     """What one walk over a Gemini history found. Read-only: rules never change it."""
 
+    sent_roles: list[Any]  # the role each content was sent with (None: none)
+    calls: Sizes  # how many functionCall parts the contents holding some hold, in order
+    responses: Sizes  # how many functionResponse parts the contents holding some hold
     roles: list[str]  # :func:`~proxy.core.gemini.parts.role_of` every content
-    sent: frozenset[Any]  # the roles as sent (None: a content without one)
+    sent: frozenset[Any]  # the roles as sent
     call_turns: list[int]  # model contents holding a functionCall, in order
     response_turns: list[int]  # user contents holding a functionResponse, in order
     sizes: Sizes  # calls of each call turn, responses of each response turn
@@ -162,7 +165,7 @@ def scan(contents: list[Item], check: Check | None = None, name: str = "contents
     the walk (``name``: where the contents are, for the place): every malformed content is
     one, so the first of them raises, as a check of every content would."""
     try:
-        sent, calls, responses, unusual = _walk(contents)
+        sent, calls, responses, unusual = walk(contents)
     except (AttributeError, TypeError, KeyError):
         if check is None:
             raise
@@ -172,10 +175,10 @@ def scan(contents: list[Item], check: Check | None = None, name: str = "contents
     if check is not None:
         for i in _irregular(sent, unusual):
             check(contents[i], f"{name}[{i}]")
-    return _indexed(sent, calls, responses, unusual)
+    return indexed(sent, calls, responses, unusual)
 
 
-def _walk(contents: list[Item]) -> tuple[list[Any], Sizes, Sizes, list[int]]:
+def walk(contents: list[Item]) -> tuple[list[Any], Sizes, Sizes, list[int]]:
     """The role each content was sent with, how many functionCall and functionResponse parts
     the contents holding some hold, and which contents hold no parts or a part that is not
     ordinary."""
@@ -264,9 +267,10 @@ def _irregular(sent: list[Any], unusual: list[int]) -> list[int]:
 _USUAL = ("user", "model")
 
 
-def _indexed(sent: list[Any], calls: Sizes, responses: Sizes, unusual: list[int]) -> Index:
+def indexed(sent: list[Any], calls: Sizes, responses: Sizes, unusual: list[int]) -> Index:
     """The index of contents sent with roles ``sent``, where the contents holding
-    functionCall and functionResponse parts hold ``calls`` and ``responses`` of them."""
+    functionCall and functionResponse parts hold ``calls`` and ``responses`` of them (keys
+    in order), and the ``unusual`` ones are out of the ordinary (what :func:`walk` found)."""
     if only(sent, _USUAL):
         roles = sent
         seen = frozenset(role for role in _USUAL if role in sent)
@@ -280,7 +284,9 @@ def _indexed(sent: list[Any], calls: Sizes, responses: Sizes, unusual: list[int]
     else:
         sizes = {**sizes, **{i: responses[i] for i in response_turns}}
     tools = bool(calls or responses)
-    return Index(roles, seen, call_turns, response_turns, sizes, unusual, tools)
+    return Index(
+        sent, calls, responses, roles, seen, call_turns, response_turns, sizes, unusual, tools
+    )
 
 
 def _turns(roles: list[Any], holding: Sizes, role: str) -> list[int]:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Self
 
+from proxy.core.gemini import carry
 from proxy.core.gemini.index import index_of, scan
 from proxy.core.gemini.parts import Item, Part, check_content, parts_of
 from proxy.core.gemini.parts import role_of as role_of  # noqa: PLC0414 (the tests read it here)
@@ -136,7 +137,11 @@ class Contents(CopyOnWrite):
         return other
 
     def replace(self, changes: Mapping[int, Item]) -> Self:
-        return self._same(super().replace(changes))
+        other = self._same(super().replace(changes))
+        known, index = self.memoized("index")
+        if known and other is not self:  # the unchanged contents' findings carry over
+            other.seed("index", carry.replaced(index, other.messages, changes))
+        return other
 
     def rebuild(self, entries: Iterable[tuple[Item, int | None]]) -> Self:
         return self._same(super().rebuild(entries))
@@ -145,3 +150,8 @@ class Contents(CopyOnWrite):
         self, inserts: Mapping[int, Iterable[tuple[Item, int | None]]], skip: Iterable[int]
     ) -> Self:
         return self._same(super().edited(inserts, skip))
+
+    def _carry(self, edited: Self, runs: list[tuple[int, int, int]]) -> None:
+        known, index = self.memoized("index")
+        if known:  # the findings of the runs carry over, shifted
+            edited.seed("index", carry.edited(index, edited.messages, runs))

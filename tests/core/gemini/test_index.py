@@ -33,8 +33,15 @@ from proxy.core.engine import sanitize
 from proxy.core.gemini import index as fast
 from proxy.core.gemini.index import index_of, scan
 from proxy.core.gemini.items import Contents, contents_of
-from proxy.core.gemini.parts import DATA_FIELDS, METADATA_FIELDS, role_of
-from proxy.core.gemini.rules.common import call_parts, response_parts
+from proxy.core.gemini.parts import (
+    DATA_FIELDS,
+    METADATA_FIELDS,
+    call_of,
+    parts_of,
+    response_of,
+    role_of,
+)
+from proxy.core.gemini.rules.common import Pairing, call_id, call_parts, pair, response_parts
 from proxy.core.gemini.spelling import snake
 from proxy.core.history import MalformedHistory
 from proxy.core.rule import Hit
@@ -417,3 +424,50 @@ def test_a_repair_gets_a_fresh_index() -> None:
     fixed = history.replace({0: {"role": "user", "parts": [{"text": "hi"}]}})
     assert index_of(fixed).unusual == []
     assert index_of(history).unusual == [0]  # the old history's index is its own
+
+
+def _pair_by_scanning(calls: Body, responses: Body | None) -> Pairing:
+    """:func:`pair` as it was first written: each response looks through the open calls."""
+    cparts, rparts = parts_of(calls), parts_of(responses) if responses is not None else []
+    cs = [(j, call_of(cparts[j]) or {}) for j in call_parts(calls)]
+    rs = [(j, response_of(rparts[j]) or {}) for j in response_parts(responses or {})]
+    found = Pairing()
+    open_calls = list(cs)
+    left: list[int] = []
+    for j, response in rs:
+        rid = call_id(response)
+        match = next((c for c in open_calls if rid and call_id(c[1]) == rid), None)
+        if match is None:
+            left.append(j)
+            continue
+        open_calls.remove(match)
+        found.pairs.append((match[0], j))
+    found.pairs += list(zip((j for j, _ in open_calls), left, strict=False))
+    found.extra = left[len(open_calls) :]
+    found.missing = [j for j, _ in open_calls[len(left) :]]
+    found.pairs.sort()
+    return found
+
+
+_ids = st.sampled_from([None, "", "a", "b", "c", 7])
+_fn_parts = st.lists(
+    st.one_of(
+        st.builds(lambda i: {"functionCall": {"name": "f", "id": i}}, _ids),
+        st.builds(lambda i: {"function_call": {"id": i}}, _ids),
+        st.builds(lambda i: {"functionResponse": {"name": "f", "id": i}}, _ids),
+        st.builds(lambda i: {"function_response": {"id": i}}, _ids),
+        st.just({"text": "x"}),
+        st.just({"functionCall": None}),
+    ),
+    max_size=7,
+)
+
+
+@SETTINGS
+@given(calls=_fn_parts, responses=st.none() | _fn_parts)
+def test_pairing_by_id_finds_what_a_scan_of_the_open_calls_finds(
+    calls: list[Body], responses: list[Body] | None
+) -> None:
+    turn = {"role": "model", "parts": calls}
+    answer = None if responses is None else {"role": "user", "parts": responses}
+    assert pair(turn, answer) == _pair_by_scanning(turn, answer)

@@ -187,25 +187,35 @@ class Pairing:
 
 def pair(calls: Item, responses: Item | None) -> Pairing:
     """Pair the calls of content ``calls`` with the responses of ``responses`` (None: there is
-    no response turn): by id where both have one, then the rest by position; a surplus of
-    responses (the last ones) is extra, a surplus of calls (the last ones) is missing."""
+    no response turn): by id where both have one (each response takes the first call still
+    open with its id), then the rest by position; a surplus of responses (the last ones) is
+    extra, a surplus of calls (the last ones) is missing."""
     cparts, rparts = parts_of(calls), parts_of(responses) if responses is not None else []
-    cs = [(j, call_of(cparts[j]) or {}) for j in call_parts(calls)]
-    rs = [(j, response_of(rparts[j]) or {}) for j in response_parts(responses or {})]
+    cs = [(j, call) for j, part in enumerate(cparts) if (call := call_of(part)) is not None]
+    waiting: dict[str, list[int]] = {}  # call id -> the open calls with it (places in cs)
+    for k, (_, call) in enumerate(cs):
+        cid = call_id(call)
+        if cid is not None:
+            waiting.setdefault(cid, []).append(k)
     found = Pairing()
-    open_calls = list(cs)
+    matched: set[int] = set()
     left: list[int] = []
-    for j, response in rs:
+    for j, part in enumerate(rparts):
+        response = response_of(part)
+        if response is None:
+            continue
         rid = call_id(response)
-        match = next((c for c in open_calls if rid and call_id(c[1]) == rid), None)
-        if match is None:
+        ks = waiting.get(rid) if rid is not None else None
+        if not ks:
             left.append(j)
             continue
-        open_calls.remove(match)
-        found.pairs.append((match[0], j))
-    found.pairs += list(zip((j for j, _ in open_calls), left, strict=False))
+        k = ks.pop(0)
+        matched.add(k)
+        found.pairs.append((cs[k][0], j))
+    open_calls = [j for k, (j, _) in enumerate(cs) if k not in matched]
+    found.pairs += list(zip(open_calls, left, strict=False))
     found.extra = left[len(open_calls) :]
-    found.missing = [j for j, _ in open_calls[len(left) :]]
+    found.missing = open_calls[len(left) :]
     found.pairs.sort()
     return found
 

@@ -125,7 +125,8 @@ def _synthesize(history: Contents, hits: Sequence[Hit], params: Params) -> Conte
         else:
             content = {"role": "user", "parts": [synthetic[j] for j in sorted(synthetic)]}
             inserts[i] = [(content, None)]
-    return history.replace(changes).edited(inserts, ())
+    answered = history.replace(changes)
+    return answered.edited(inserts, ()) if inserts else answered
 
 
 def _answered(history: Contents, i: int, synthetic: dict[int, Part]) -> Item:
