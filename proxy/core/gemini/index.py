@@ -71,8 +71,8 @@ class Index:
     sizes: Sizes  # calls of each call turn, responses of each response turn
     unusual: list[int]  # contents without parts, or holding a part that is not ordinary
     tools: bool  # some part is a functionCall or a functionResponse
-    #: What :meth:`settled` and :meth:`calls_follow_users` found (made when asked).
-    _facts: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    #: What :meth:`settled`, :meth:`unbalanced`… found (made when asked).
+    _facts: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def is_call_turn(self, i: int) -> bool:
         """Whether content ``i`` is a model content holding a ``functionCall``."""
@@ -82,10 +82,18 @@ class Index:
         """Whether content ``i`` is a user content holding a ``functionResponse``."""
         return i in self.sizes and self.roles[i] == "user"
 
-    def answers(self, i: int) -> int:
-        """How many responses the content after call turn ``i`` gives (0: it is no response
-        turn)."""
-        return self.sizes[i + 1] if self.is_response_turn(i + 1) else 0
+    def unbalanced(self) -> list[tuple[int, int, int]]:
+        """``(call turn, its calls, the responses of the content after it)`` of the call turns
+        not answered by as many responses (0 when the content after is no response turn)."""
+        found = self._facts.get("unbalanced")
+        if found is None:
+            sizes, roles = self.sizes, self.roles
+            counts = [
+                (i, sizes[i], sizes[i + 1] if i + 1 in sizes and roles[i + 1] == "user" else 0)
+                for i in self.call_turns
+            ]
+            found = self._facts["unbalanced"] = [t for t in counts if t[1] != t[2]]
+        return found
 
     def settled(self) -> bool:
         """Whether each call turn is followed by a response turn of as many responses, and
@@ -187,28 +195,28 @@ def walk(contents: list[Item]) -> tuple[list[Any], Sizes, Sizes, list[int]]:
     responses: Sizes = {}
     unusual: list[int] = []
     odd_inner, object_or_none = _ODD_INNER, _OBJECT_OR_NONE
-    # The one Python-level loop over every part: keep its body minimal. A part of one key is
-    # told by membership (no tuple of its keys to make and hash); any other, by :func:`_part`.
+    # The one Python-level loop over every part: keep its body minimal. A part of one key (and
+    # maybe a signature) is told by membership, without a tuple of its keys to make and hash;
+    # any other, by :func:`_part`.
     for i, content in enumerate(contents):
         parts = content.get("parts")
-        if type(parts) is not list:
-            parts = ()
+        parts = parts if type(parts) is list else ()
         odd = not parts
         c = r = 0
         for part in parts:
-            if len(part) == 1 and "text" in part:
+            n = len(part)
+            if n != 1 and (n != 2 or "thoughtSignature" not in part):
+                is_call, is_response, ordinary = _part(part)
+                c, r, odd = c + is_call, r + is_response, odd or not ordinary
+            elif "text" in part:
                 value = part["text"]
                 odd = odd or type(value) is not str or not value
-            elif len(part) == 1 and "functionCall" in part and type(part["functionCall"]) is dict:
+            elif "functionCall" in part and type(part["functionCall"]) is dict:
                 value = part["functionCall"]
                 c += 1
                 odd = odd or type(value.get("args")) not in object_or_none
                 odd = odd or not odd_inner.isdisjoint(value)
-            elif (
-                len(part) == 1
-                and "functionResponse" in part
-                and type(part["functionResponse"]) is dict
-            ):
+            elif "functionResponse" in part and type(part["functionResponse"]) is dict:
                 value = part["functionResponse"]
                 r += 1
                 named = value.get("name")

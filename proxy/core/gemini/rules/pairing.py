@@ -51,11 +51,10 @@ def gemini_extra_response(history: Contents, params: Params) -> list[Hit]:
     index = index_of(history)
     if fast.FAST and index.settled():
         return hits
-    for i in index.call_turns:
-        # Matching by id pairs as many of each side: a turn has extra responses exactly when
-        # it has more responses than calls.
-        if fast.FAST and index.answers(i) <= index.sizes[i]:
-            continue
+    # Matching by id pairs as many of each side: a turn has extra responses exactly when it
+    # has more responses than calls.
+    over = [i for i, calls, answers in index.unbalanced() if answers > calls]
+    for i in over if fast.FAST else index.call_turns:
         if is_response_turn(history, i + 1):
             found = turn_pairing(history, i)
             calls = len(found.pairs) + len(found.missing)
@@ -103,10 +102,11 @@ def gemini_missing_response(history: Contents, params: Params) -> list[Hit]:
     index = index_of(history)
     if fast.FAST and index.settled():
         return []
+    # A turn leaves calls unanswered exactly when it has more calls than responses.
+    short = [i for i, calls, answers in index.unbalanced() if calls > answers]
     return [
         Hit(i, f".parts[{j}]", "functionCall without a functionResponse in the next turn", j)
-        for i in index.call_turns
-        if not fast.FAST or index.sizes[i] > index.answers(i)  # else each call has an answer
+        for i in (short if fast.FAST else index.call_turns)
         for j in turn_pairing(history, i).missing
     ]
 
