@@ -5,10 +5,11 @@ Every Gemini rule used to walk every part of the history, reading each key in bo
 built in one pass over contents and parts (roles, call and response turns and their sizes, the
 contents holding a part out of the ordinary) and memoised on the history
 (:meth:`~proxy.core.history.CopyOnWrite.memo`), so that a clean history costs that one walk
-plus the rules' lookups. A repair makes a new history object (copy-on-write), which gets its
-own index. The walk of a request's history doubles as its shape check
-(:meth:`~proxy.core.gemini.items.Contents.of`): a content it finds out of the ordinary is
-checked plainly (:func:`~proxy.core.gemini.parts.check_content`) after it.
+plus the rules' lookups. A repair makes a new history object (copy-on-write), whose index is
+the old one's carried through the edit (:mod:`proxy.core.gemini.carry`). The walk of a
+request's history doubles as its shape check (:meth:`~proxy.core.gemini.items.Contents.of`):
+a content it finds out of the ordinary is checked plainly
+(:func:`~proxy.core.gemini.parts.check_content`) after it.
 
 An *ordinary* part has exactly one data field (text, inline data, a call, a response…), known
 keys only (``id`` on a part is not one), no key in both spellings, and a value no per-part rule
@@ -33,15 +34,18 @@ from typing import TYPE_CHECKING, Any
 
 from proxy.core.chat.fast import only
 from proxy.core.gemini.parts import (
-    DATA_FIELDS,
-    METADATA_FIELDS,
+    DATA,
+    KIND_KEYS,
+    ODD,
+    RESPONSE,
     ROLE_ALIASES,
+    TEXT,
     Item,
     Part,
     call_of,
+    kind_of,
     response_of,
 )
-from proxy.core.gemini.spelling import snake
 
 if TYPE_CHECKING:
     from proxy.core.gemini.items import Contents
@@ -128,40 +132,8 @@ def build(history: Contents) -> Index:
     return scan(history.messages)
 
 
-# --- the part shapes: what a part's keys say, found once per tuple of keys --------------------
-
-#: A part's kind by its keys: its one data field, and its spelling; ODD for any other part.
-TEXT, CALL, CALL_SNAKE, RESPONSE, RESPONSE_SNAKE, DATA, ODD = range(7)
-#: The key of each kind's data field (DATA: one of several; ODD: none).
-_KEY = ("text", "functionCall", "function_call", "functionResponse", "function_response")
-_CAMEL: dict[str, str] = {
-    name: camel for camel in (*DATA_FIELDS, *METADATA_FIELDS) for name in (camel, snake(camel))
-}
-_DATA = frozenset(DATA_FIELDS)
 #: Keys inside a call or response that some rule reads (a signature, OpenAI's tool_call_id).
 _ODD_INNER = frozenset({"thoughtSignature", "thought_signature", "toolCallId", "tool_call_id"})
-#: Kinds seen so far, by the part's keys in order (bounded: a body of odd keys cannot grow it
-#: past this).
-_SHAPES: dict[tuple[Any, ...], int] = {}
-_MAX_SHAPES = 1024
-
-
-def kind_of(keys: tuple[Any, ...]) -> int:
-    """The kind of a part whose keys are ``keys`` (remembered)."""
-    found = _SHAPES.get(keys)
-    if found is None:
-        if len(_SHAPES) >= _MAX_SHAPES:
-            _SHAPES.clear()
-        found = _SHAPES[keys] = _kind(keys)
-    return found
-
-
-def _kind(keys: tuple[Any, ...]) -> int:
-    camels = [_CAMEL.get(key) if type(key) is str else None for key in keys]
-    data = [key for key, camel in zip(keys, camels, strict=True) if camel in _DATA]
-    if None in camels or len(set(camels)) < len(camels) or len(data) != 1:
-        return ODD  # an unknown key, one in both spellings, not one data field
-    return _KEY.index(data[0]) if data[0] in _KEY else DATA
 
 
 # --- the walk -----------------------------------------------------------------------------------
@@ -248,7 +220,7 @@ def _part(part: Part) -> tuple[bool, bool, bool]:
         return is_call, is_response, False
     if kind == DATA:
         return is_call, is_response, None not in part.values()
-    return is_call, is_response, ordinary_value(kind, part[_KEY[kind]])
+    return is_call, is_response, ordinary_value(kind, part[KIND_KEYS[kind]])
 
 
 def ordinary_value(kind: int, value: Any) -> bool:

@@ -2,7 +2,8 @@
 accessors every rule reads them with (both spellings, :mod:`proxy.core.gemini.spelling`), and
 the shape one content must have before any rule reads it (gemini-native.md §1.2, §1.4).
 
-Pure: plain dicts in, plain values out.
+Pure: plain dicts in, plain values out (:func:`kind_of` remembers what it found per tuple of
+keys, a bounded table).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from proxy.core.gemini.spelling import get, key_in
+from proxy.core.gemini.spelling import get, key_in, snake
 from proxy.core.history import MalformedHistory
 
 Item = dict[str, Any]
@@ -78,6 +79,39 @@ def role_of(content: Item) -> str:
     if role is None:
         return "model" if any(call_of(p) is not None for p in parts_of(content)) else "user"
     return ROLE_ALIASES.get(role, role)
+
+
+#: A part's kind by its keys (:func:`kind_of`): its one data field, and its spelling (other
+#: keys being metadata); ODD for any other part.
+TEXT, CALL, CALL_SNAKE, RESPONSE, RESPONSE_SNAKE, DATA, ODD = range(7)
+#: The key of each kind's data field (DATA: one of several; ODD: none).
+KIND_KEYS = ("text", "functionCall", "function_call", "functionResponse", "function_response")
+_CAMEL: dict[str, str] = {
+    name: camel for camel in (*DATA_FIELDS, *METADATA_FIELDS) for name in (camel, snake(camel))
+}
+_DATA = frozenset(DATA_FIELDS)
+#: Kinds seen so far, by the part's keys in order (bounded: a body of odd keys cannot grow it
+#: past this).
+_SHAPES: dict[tuple[Any, ...], int] = {}
+_MAX_SHAPES = 1024
+
+
+def kind_of(keys: tuple[Any, ...]) -> int:
+    """The kind of a part whose keys are ``keys`` (remembered)."""
+    found = _SHAPES.get(keys)
+    if found is None:
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        found = _SHAPES[keys] = _kind(keys)
+    return found
+
+
+def _kind(keys: tuple[Any, ...]) -> int:
+    camels = [_CAMEL.get(key) if type(key) is str else None for key in keys]
+    data = [key for key, camel in zip(keys, camels, strict=True) if camel in _DATA]
+    if None in camels or len(set(camels)) < len(camels) or len(data) != 1:
+        return ODD  # an unknown key, one in both spellings, not one data field
+    return KIND_KEYS.index(data[0]) if data[0] in KIND_KEYS else DATA
 
 
 def check_content(content: Any, where: str) -> None:

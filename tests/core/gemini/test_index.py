@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from proxy.core.engine import sanitize
 from proxy.core.gemini import index as fast
+from proxy.core.gemini import parts as kinds
 from proxy.core.gemini.index import index_of, scan
 from proxy.core.gemini.items import Contents, contents_of
 from proxy.core.gemini.parts import (
@@ -255,7 +256,7 @@ def test_parts_of_one_shape_are_told_alike_first_and_later() -> None:
         {"inlineData": {"data": "AA=="}, "videoMetadata": None},
     ]
     for part in parts:
-        fast._SHAPES.pop(tuple(part), None)
+        kinds._SHAPES.pop(tuple(part), None)
         contents = [{"role": "model", "parts": [part]}]
         first, again = scan(contents), scan(contents)
         assert first == again
