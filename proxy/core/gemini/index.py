@@ -183,13 +183,11 @@ def walk(contents: list[Item]) -> tuple[list[Any], Sizes, Sizes, list[int]]:
             elif "text" in part:
                 value = part["text"]
                 odd = odd or type(value) is not str or not value
-            elif "functionCall" in part and type(part["functionCall"]) is dict:
-                value = part["functionCall"]
+            elif "functionCall" in part and type(value := part["functionCall"]) is dict:
                 c += 1
                 odd = odd or type(value.get("args")) not in object_or_none
                 odd = odd or not odd_inner.isdisjoint(value)
-            elif "functionResponse" in part and type(part["functionResponse"]) is dict:
-                value = part["functionResponse"]
+            elif "functionResponse" in part and type(value := part["functionResponse"]) is dict:
                 r += 1
                 named = value.get("name")
                 odd = odd or type(named) is not str or not named
