@@ -18,76 +18,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Self
 
-from proxy.core.gemini.spelling import get, key_in
+from proxy.core.gemini import carry
+from proxy.core.gemini.index import index_of, scan
+from proxy.core.gemini.parts import Item, Part, check_content, parts_of
+from proxy.core.gemini.parts import role_of as role_of  # noqa: PLC0414 (the tests read it here)
 from proxy.core.history import CopyOnWrite, MalformedHistory
 
-Item = dict[str, Any]
-Part = dict[str, Any]
 Location = tuple[str, ...]
-
-#: The ``data`` oneof of a Part (types.py ``class Part``, §1.2): a part needs exactly one.
-DATA_FIELDS = (
-    "text",
-    "inlineData",
-    "fileData",
-    "functionCall",
-    "functionResponse",
-    "executableCode",
-    "codeExecutionResult",
-    "toolCall",
-    "toolResponse",
-)
-#: Part fields that are metadata beside the data (a part holding only these has no data).
-METADATA_FIELDS = (
-    "thought",
-    "thoughtSignature",
-    "videoMetadata",
-    "mediaResolution",
-    "partMetadata",
-)
-#: Other APIs' roles and the Gemini role each means (N14).
-ROLE_ALIASES: Mapping[str, str] = MappingProxyType(
-    {"assistant": "model", "tool": "user", "function": "user"}
-)
 CONTENTS: Location = ("contents",)
 CODE_ASSIST_CONTENTS: Location = ("request", "contents")
-
-
-def call_of(part: Part) -> dict[str, Any] | None:
-    """The part's ``functionCall`` object (either spelling), or None."""
-    value = get(part, "functionCall")
-    return value if type(value) is dict else None
-
-
-def response_of(part: Part) -> dict[str, Any] | None:
-    """The part's ``functionResponse`` object (either spelling), or None."""
-    value = get(part, "functionResponse")
-    return value if type(value) is dict else None
-
-
-def signature_of(part: Part) -> Any:
-    """The part's ``thoughtSignature`` (either spelling), or None."""
-    return get(part, "thoughtSignature")
-
-
-def signed(part: Part) -> bool:
-    """Whether the part carries a signature (an empty one is none: the bytes field is unset)."""
-    return signature_of(part) not in (None, "")
-
-
-def parts_of(content: Item) -> list[Part]:
-    """The content's parts (``[]`` when it has none)."""
-    parts = content.get("parts")
-    return parts if type(parts) is list else []
-
-
-def role_of(content: Item) -> str:
-    """The role the content plays: ``model`` or ``user`` (other APIs' names mapped, N14); a
-    content without one is the model's when it calls a function, else the user's."""
-    role = content.get("role")
-    if role is None:
-        return "model" if any(call_of(p) is not None for p in parts_of(content)) else "user"
-    return ROLE_ALIASES.get(role, role)
 
 
 def history_location(body: Any) -> Location:
@@ -105,39 +44,28 @@ def contents_of(body: Any) -> tuple[list[Item], Mapping[str, Any], Location]:
     The body is an object; the history a list of objects whose ``role`` (when present) is a
     string and whose ``parts`` (when present) is a list of objects; ``functionCall`` and
     ``functionResponse`` are objects. Raises :class:`MalformedHistory` naming the place.
+    (:meth:`Contents.of` makes the same checks in the walk that indexes the history.)
     """
+    contents, holder, where = located(body)
+    name = ".".join(where)
+    for i, content in enumerate(contents):
+        check_content(content, f"{name}[{i}]")
+    return contents, holder, where
+
+
+def located(body: Any) -> tuple[list[Any], dict[str, Any], Location]:
+    """The history list of ``body`` (its contents unchecked), the mapping holding it, and
+    where it is; raises :class:`MalformedHistory` for a body that is no object or a history
+    that is no list."""
     if type(body) is not dict:
         raise MalformedHistory("The request body must be a JSON object.", None)
     where = history_location(body)
     holder: dict[str, Any] = body if where == CONTENTS else body["request"]
-    name = ".".join(where)
     contents = holder.get("contents")
     if type(contents) is not list:
+        name = ".".join(where)
         raise MalformedHistory(f"{name}: a list of Content objects is required.", name)
-    for i, content in enumerate(contents):
-        _check_content(content, f"{name}[{i}]")
     return contents, holder, where
-
-
-def _check_content(content: Any, where: str) -> None:
-    if type(content) is not dict:
-        raise MalformedHistory(f"{where} must be an object.", where)
-    role = content.get("role")
-    if role is not None and type(role) is not str:
-        raise MalformedHistory(f"{where}.role must be a string.", f"{where}.role")
-    parts = content.get("parts")
-    if parts is None:
-        return
-    if type(parts) is not list:
-        raise MalformedHistory(f"{where}.parts must be a list of parts.", f"{where}.parts")
-    for j, part in enumerate(parts):
-        place = f"{where}.parts[{j}]"
-        if type(part) is not dict:
-            raise MalformedHistory(f"{place} must be an object.", place)
-        for camel in ("functionCall", "functionResponse"):
-            key = key_in(part, camel)
-            if key is not None and part[key] is not None and type(part[key]) is not dict:
-                raise MalformedHistory(f"{place}.{key} must be an object.", f"{place}.{key}")
 
 
 def _model_name(model: str) -> str:
@@ -165,23 +93,28 @@ class Contents(CopyOnWrite):
 
     @classmethod
     def of(cls, body: Any, model: str = "") -> Contents:
-        """The history of the request ``body`` (:func:`contents_of`). ``model`` is the model of
-        the URL path (AI Studio, Vertex); when empty, the body's ``model`` (Code Assist)."""
-        contents, holder, where = contents_of(body)
+        """The history of the request ``body``, checked as :func:`contents_of` checks it, in
+        the walk that indexes it (:func:`~proxy.core.gemini.index.scan`). ``model`` is the
+        model of the URL path (AI Studio, Vertex); when empty, the body's ``model`` (Code
+        Assist)."""
+        contents, holder, where = located(body)
+        index = scan(contents, check_content, ".".join(where))
         if not model and type(body.get("model")) is str:
             model = body["model"]
         request = MappingProxyType(holder)
-        return cls(contents, request=request, model=_model_name(model), location=where)
+        history = cls(contents, request=request, model=_model_name(model), location=where)
+        history.seed("index", index)
+        return history
 
     @property
     def tool_free(self) -> bool:
         """Whether no part is a ``functionCall`` or a ``functionResponse``."""
-        return self.memo("tool_free", _tool_free)
+        return not index_of(self).tools
 
     @property
     def roles(self) -> list[str]:
-        """:func:`role_of` every content, in order."""
-        return self.memo("roles", _roles)
+        """:func:`role_of` every content, in order (read-only: the index's list)."""
+        return index_of(self).roles
 
     def path(self, i: int, where: str = "") -> str:
         prefix = ".".join(self.location)
@@ -204,7 +137,11 @@ class Contents(CopyOnWrite):
         return other
 
     def replace(self, changes: Mapping[int, Item]) -> Self:
-        return self._same(super().replace(changes))
+        other = self._same(super().replace(changes))
+        known, index = self.memoized("index")
+        if known and other is not self:  # the unchanged contents' findings carry over
+            other.seed("index", carry.replaced(index, other.messages, changes))
+        return other
 
     def rebuild(self, entries: Iterable[tuple[Item, int | None]]) -> Self:
         return self._same(super().rebuild(entries))
@@ -214,12 +151,7 @@ class Contents(CopyOnWrite):
     ) -> Self:
         return self._same(super().edited(inserts, skip))
 
-
-def _tool_free(history: Contents) -> bool:
-    return not any(
-        call_of(p) is not None or response_of(p) is not None for _, _, p in history.parts_at()
-    )
-
-
-def _roles(history: Contents) -> list[str]:
-    return [role_of(c) for c in history.messages]
+    def _carry(self, edited: Self, runs: list[tuple[int, int, int]]) -> None:
+        known, index = self.memoized("index")
+        if known:  # the findings of the runs carry over, shifted
+            edited.seed("index", carry.edited(index, edited.messages, runs))

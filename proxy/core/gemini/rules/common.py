@@ -9,12 +9,15 @@ The upstream pairs them by count (N1, V); ids are an extra on newer models (N10,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxy.core.gemini import index as fast
 from proxy.core.gemini.facts import GeminiFacts, facts_of
-from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, response_of
+from proxy.core.gemini.index import index_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import Item, Part, call_of, parts_of, response_of
 from proxy.core.gemini.spelling import get, key_in, like
 from proxy.core.rule import Hit, Params, rule_for
 
@@ -81,21 +84,43 @@ def response_parts(content: Item) -> list[int]:
 
 
 def calls_at(history: Contents, i: int) -> list[int]:
-    """:func:`call_parts` of content ``i``, found once per history (every rule reads them)."""
-    return history.memo("calls", lambda h: [call_parts(c) for c in h.messages])[i]
+    """:func:`call_parts` of content ``i``, found once per history and content."""
+    found: dict[int, list[int]] = history.memo("calls", _positions)
+    if i not in found:
+        found[i] = call_parts(history.messages[i])
+    return found[i]
 
 
 def responses_at(history: Contents, i: int) -> list[int]:
-    """:func:`response_parts` of content ``i``, found once per history."""
-    return history.memo("responses", lambda h: [response_parts(c) for c in h.messages])[i]
+    """:func:`response_parts` of content ``i``, found once per history and content."""
+    found: dict[int, list[int]] = history.memo("responses", _positions)
+    if i not in found:
+        found[i] = response_parts(history.messages[i])
+    return found[i]
+
+
+def _positions(_: Contents) -> dict[int, list[int]]:
+    return {}
 
 
 def is_call_turn(history: Contents, i: int) -> bool:
-    return 0 <= i < len(history) and history.roles[i] == "model" and bool(calls_at(history, i))
+    return index_of(history).is_call_turn(i)
 
 
 def is_response_turn(history: Contents, i: int) -> bool:
-    return 0 <= i < len(history) and history.roles[i] == "user" and bool(responses_at(history, i))
+    return index_of(history).is_response_turn(i)
+
+
+def parts_to_read(history: Contents) -> Iterator[tuple[int, int, Part]]:
+    """``(i, j, part)`` of the parts a per-part rule reads: every part, or with the fast exits
+    only those of the contents the index found out of the ordinary (an ordinary part breaks
+    no per-part rule: :mod:`proxy.core.gemini.index`)."""
+    if not fast.FAST:
+        yield from history.parts_at()
+        return
+    for i in index_of(history).unusual:
+        for j, part in enumerate(parts_of(history.messages[i])):
+            yield i, j, part
 
 
 def text_of(value: Any) -> str:
@@ -162,25 +187,35 @@ class Pairing:
 
 def pair(calls: Item, responses: Item | None) -> Pairing:
     """Pair the calls of content ``calls`` with the responses of ``responses`` (None: there is
-    no response turn): by id where both have one, then the rest by position; a surplus of
-    responses (the last ones) is extra, a surplus of calls (the last ones) is missing."""
+    no response turn): by id where both have one (each response takes the first call still
+    open with its id), then the rest by position; a surplus of responses (the last ones) is
+    extra, a surplus of calls (the last ones) is missing."""
     cparts, rparts = parts_of(calls), parts_of(responses) if responses is not None else []
-    cs = [(j, call_of(cparts[j]) or {}) for j in call_parts(calls)]
-    rs = [(j, response_of(rparts[j]) or {}) for j in response_parts(responses or {})]
+    cs = [(j, call) for j, part in enumerate(cparts) if (call := call_of(part)) is not None]
+    waiting: dict[str, list[int]] = {}  # call id -> the open calls with it (places in cs)
+    for k, (_, call) in enumerate(cs):
+        cid = call_id(call)
+        if cid is not None:
+            waiting.setdefault(cid, []).append(k)
     found = Pairing()
-    open_calls = list(cs)
+    matched: set[int] = set()
     left: list[int] = []
-    for j, response in rs:
+    for j, part in enumerate(rparts):
+        response = response_of(part)
+        if response is None:
+            continue
         rid = call_id(response)
-        match = next((c for c in open_calls if rid and call_id(c[1]) == rid), None)
-        if match is None:
+        ks = waiting.get(rid) if rid is not None else None
+        if not ks:
             left.append(j)
             continue
-        open_calls.remove(match)
-        found.pairs.append((match[0], j))
-    found.pairs += list(zip((j for j, _ in open_calls), left, strict=False))
+        k = ks.pop(0)
+        matched.add(k)
+        found.pairs.append((cs[k][0], j))
+    open_calls = [j for k, (j, _) in enumerate(cs) if k not in matched]
+    found.pairs += list(zip(open_calls, left, strict=False))
     found.extra = left[len(open_calls) :]
-    found.missing = [j for j, _ in open_calls[len(left) :]]
+    found.missing = open_calls[len(left) :]
     found.pairs.sort()
     return found
 
@@ -204,9 +239,12 @@ def current_turn(history: Contents) -> int:
 
 
 def _current_turn(history: Contents) -> int:
+    index = index_of(history)
     for i in range(len(history) - 1, -1, -1):
-        parts = parts_of(history.messages[i])
-        texts = any(type(get(p, "text")) is str and get(p, "text") for p in parts)
-        if history.roles[i] == "user" and texts and not responses_at(history, i):
+        if index.roles[i] != "user" or index.is_response_turn(i):
+            continue
+        if any(
+            type(get(p, "text")) is str and get(p, "text") for p in parts_of(history.messages[i])
+        ):
             return i
     return -1

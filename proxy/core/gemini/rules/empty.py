@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.gemini.items import (
+from proxy.core.gemini import index as fast
+from proxy.core.gemini.index import index_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import (
     DATA_FIELDS,
     METADATA_FIELDS,
-    Contents,
     Item,
     Part,
     parts_of,
@@ -60,8 +62,9 @@ def gemini_empty_part(history: Contents, params: Params) -> list[Hit]:
     if not facts(params).non_empty_parts:
         return []
     hits = []
-    for i, content in enumerate(history.messages):
-        parts = parts_of(content)
+    places = index_of(history).unusual if fast.FAST else range(len(history))
+    for i in places:  # an ordinary part has data (the index's proof)
+        parts = parts_of(history.messages[i])
         if not parts:
             hits.append(Hit(i, ".parts", "content without parts", -1))
         for j, part in enumerate(parts):

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE
-from proxy.core.gemini.items import Contents, parts_of, signature_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import parts_of, signature_of
 from proxy.core.gemini.rules.common import Edit, calls_at, current_turn, edit, rule
 from proxy.core.gemini.spelling import spelled, without
 from proxy.core.rule import Hit, Params

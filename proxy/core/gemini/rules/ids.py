@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.gemini.items import Contents, Part, call_of, parts_of, response_of
+from proxy.core.gemini.index import index_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import Part, call_of, parts_of, response_of
 from proxy.core.gemini.rules.common import (
     call_id,
     edit_parts,
     facts,
     is_call_turn,
-    is_response_turn,
     rule,
     turn_pairing,
     with_inner,
@@ -46,8 +47,8 @@ def gemini_response_id(history: Contents, params: Params) -> list[Hit]:
     if found.strip_ids or not model_matches(history.model, models):
         return []
     hits = []
-    for i in range(1, len(history)):
-        if not (is_response_turn(history, i) and is_call_turn(history, i - 1)):
+    for i in index_of(history).response_turns:
+        if not is_call_turn(history, i - 1):
             continue
         calls, responses = parts_of(history.messages[i - 1]), parts_of(history.messages[i])
         ids = {call_id(call_of(p) or {}) for p in calls} - {None}

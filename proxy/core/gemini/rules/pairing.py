@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, response_of
+from proxy.core.gemini import index as fast
+from proxy.core.gemini.index import index_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import Item, Part, call_of, parts_of, response_of
 from proxy.core.gemini.rules.common import (
     EXTRA_TEXT,
     LOST_TEXT,
@@ -44,9 +47,15 @@ def gemini_extra_response(history: Contents, params: Params) -> list[Hit]:
     """
     if not facts(params).pairs_calls:
         return []
-    hits = []
-    for i in range(len(history)):
-        if is_call_turn(history, i) and is_response_turn(history, i + 1):
+    hits: list[Hit] = []
+    index = index_of(history)
+    if fast.FAST and index.settled():
+        return hits
+    # Matching by id pairs as many of each side: a turn has extra responses exactly when it
+    # has more responses than calls.
+    over = [i for i, calls, answers in index.unbalanced() if answers > calls]
+    for i in over if fast.FAST else index.call_turns:
+        if is_response_turn(history, i + 1):
             found = turn_pairing(history, i)
             calls = len(found.pairs) + len(found.missing)
             for j in found.extra:
@@ -90,10 +99,14 @@ def gemini_missing_response(history: Contents, params: Params) -> list[Hit]:
     """
     if not facts(params).pairs_calls:
         return []
+    index = index_of(history)
+    if fast.FAST and index.settled():
+        return []
+    # A turn leaves calls unanswered exactly when it has more calls than responses.
+    short = [i for i, calls, answers in index.unbalanced() if calls > answers]
     return [
         Hit(i, f".parts[{j}]", "functionCall without a functionResponse in the next turn", j)
-        for i in range(len(history))
-        if is_call_turn(history, i)
+        for i in (short if fast.FAST else index.call_turns)
         for j in turn_pairing(history, i).missing
     ]
 
@@ -112,7 +125,8 @@ def _synthesize(history: Contents, hits: Sequence[Hit], params: Params) -> Conte
         else:
             content = {"role": "user", "parts": [synthetic[j] for j in sorted(synthetic)]}
             inserts[i] = [(content, None)]
-    return history.replace(changes).edited(inserts, ())
+    answered = history.replace(changes)
+    return answered.edited(inserts, ()) if inserts else answered
 
 
 def _answered(history: Contents, i: int, synthetic: dict[int, Part]) -> Item:
@@ -147,8 +161,8 @@ def gemini_response_name(history: Contents, params: Params) -> list[Hit]:
     if not facts(params).non_empty_parts:
         return []
     hits = []
-    for i in range(len(history)):
-        if not is_response_turn(history, i):
+    for i in index_of(history).unusual if fast.FAST else range(len(history)):
+        if not is_response_turn(history, i):  # an ordinary response part has a name
             continue
         paired = (
             dict((r, c) for c, r in turn_pairing(history, i - 1).pairs)

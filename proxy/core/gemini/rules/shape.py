@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.core.gemini.items import ROLE_ALIASES, Contents, Part, call_of
-from proxy.core.gemini.rules.common import edit_parts, facts, rule
+from proxy.core.gemini import index as fast
+from proxy.core.gemini.index import index_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import ROLE_ALIASES, Part, call_of
+from proxy.core.gemini.rules.common import edit_parts, facts, parts_to_read, rule
 from proxy.core.gemini.spelling import key_in, spelled, without
 from proxy.core.rule import Hit, Params
 
@@ -31,7 +34,7 @@ def gemini_role(history: Contents, params: Params) -> list[Hit]:
     mapped: rejected.
     """
     found = facts(params)
-    if found.roles is None:
+    if found.roles is None or (fast.FAST and index_of(history).sent <= found.roles):
         return []
     hits = []
     for i, content in enumerate(history.messages):
@@ -70,7 +73,7 @@ def gemini_struct_value(history: Contents, params: Params) -> list[Hit]:
     if not facts(params).struct_values:
         return []
     hits = []
-    for i, j, part in history.parts_at():
+    for i, j, part in parts_to_read(history):
         for camel, inner, fatal in (
             ("functionCall", "args", True),
             ("functionResponse", "response", False),
@@ -109,7 +112,7 @@ def gemini_signature_in_call(history: Contents, params: Params) -> list[Hit]:
     if not facts(params).unknown_fields:
         return []
     hits = []
-    for i, j, part in history.parts_at():
+    for i, j, part in parts_to_read(history):
         key = key_in(part, "functionCall")
         call = call_of(part)
         inner = key_in(call, "thoughtSignature") if call is not None else None
@@ -151,7 +154,7 @@ def gemini_foreign_field(history: Contents, params: Params) -> list[Hit]:
     if not facts(params).unknown_fields:
         return []
     hits = []
-    for i, j, part in history.parts_at():
+    for i, j, part in parts_to_read(history):
         for where in _foreign(part):
             hits.append(Hit(i, f".parts[{j}]{where}", "field unknown to Gemini", j))
     return hits

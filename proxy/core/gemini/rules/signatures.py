@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from proxy.core.gemini.facts import DUMMY_SIGNATURES, SKIP_SIGNATURE, GeminiFacts
-from proxy.core.gemini.items import Contents, Part, call_of, parts_of, signature_of, signed
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import Part, call_of, parts_of, signature_of, signed
 from proxy.core.gemini.rules.common import (
     calls_at,
     current_turn,

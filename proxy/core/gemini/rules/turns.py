@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.gemini.items import Contents, Item, Part, call_of, parts_of, response_of
+from proxy.core.gemini import index as fast
+from proxy.core.gemini.index import index_of
+from proxy.core.gemini.items import Contents
+from proxy.core.gemini.parts import Item, Part, call_of, parts_of, response_of
 from proxy.core.gemini.rules.common import (
     SALVAGE_TEXT,
     TAG,
@@ -32,7 +35,7 @@ def _call_turns(history: Contents, params: Params) -> list[int]:
     """The positions of the call turns, where the endpoint pairs calls with responses."""
     if not facts(params).pairs_calls:
         return []
-    return [i for i in range(len(history)) if is_call_turn(history, i)]
+    return index_of(history).call_turns
 
 
 @rule(
@@ -51,6 +54,8 @@ def gemini_split_responses(history: Contents, params: Params) -> list[Hit]:
     one: its responses first, in call order, then its other parts in order (gemini-cli's
     ``refineToolResponses`` order).
     """
+    if fast.FAST and (index_of(history).settled() or not _stacked(history)):
+        return []
     hits = []
     for i in _call_turns(history, params):
         run = _user_run(history, i + 1)
@@ -59,6 +64,12 @@ def gemini_split_responses(history: Contents, params: Params) -> list[Hit]:
                 detail = f"function responses split from {history.path(run[0])}"
                 hits.append(Hit(k, "", detail, (i, run)))
     return hits
+
+
+def _stacked(history: Contents) -> bool:
+    """Whether some response turn follows a user content (a split needs one)."""
+    roles = history.roles
+    return any(roles[k - 1] == "user" for k in index_of(history).response_turns if k)
 
 
 def _user_run(history: Contents, start: int) -> tuple[int, ...]:
@@ -99,6 +110,8 @@ def gemini_call_turn_order(history: Contents, params: Params) -> list[Hit]:
     responses written as text (name, arguments, output) at the front of the next user
     content. No user prompt is made up.
     """
+    if fast.FAST and index_of(history).calls_follow_users():
+        return []
     hits = []
     for i in _call_turns(history, params):
         if i == 0:
@@ -175,12 +188,12 @@ def gemini_orphan_response(history: Contents, params: Params) -> list[Hit]:
     text naming its call and carrying its output verbatim (media kept), merged into the
     neighbouring user content. The missing call is never made up.
     """
-    if not facts(params).pairs_calls:
+    if not facts(params).pairs_calls or (fast.FAST and index_of(history).settled()):
         return []
     return [
         Hit(i, f".parts[{j}]", "functionResponse with no function call turn before it", j)
-        for i in range(len(history))
-        if is_response_turn(history, i) and not is_call_turn(history, i - 1)
+        for i in index_of(history).response_turns
+        if not is_call_turn(history, i - 1)
         for j in responses_at(history, i)
     ]
 
