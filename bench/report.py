@@ -22,6 +22,7 @@ NAMES = {
     "parse": "floor + parse",
     "base": "toolcall-guard before",
     "guard": "toolcall-guard",
+    "otel": "toolcall-guard, tracing on",
 }
 
 
@@ -221,10 +222,15 @@ def table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def summary(fig: Figures, pacing: Pacing, leaks: dict[str, Any]) -> str:
-    """The targets table (what the README shows)."""
+def summary(
+    fig: Figures,
+    pacing: Pacing,
+    leaks: dict[str, Any],
+    extra: list[tuple[str, ...]] | None = None,
+) -> str:
+    """The targets table (what the README shows); ``extra``: more rows (bench/tracing.py)."""
     header = ("target", "toolcall-guard", "floor", "goal", "result")
-    return table(header, check_rows(fig, pacing, leaks))
+    return table(header, check_rows(fig, pacing, leaks) + (extra or []))
 
 
 def latency_table(fig: Figures) -> str:

@@ -1,5 +1,5 @@
 """What an upstream's answer says about itself, read as it passes: id, model, finish reasons,
-token usage (and, for a JSON answer, its output items when content is captured).
+token usage (and, for a JSON answer, the answer itself, for content capture).
 
 Fed every chunk the relay forwards, only while tracing is on; nothing is held back or delayed.
 A streamed answer (SSE) is read event by event: only the events that can carry what is wanted
@@ -49,10 +49,10 @@ class AnswerReader:
     """Reads an answer chunk by chunk; :meth:`close` it, then read its fields."""
 
     __slots__ = (
+        "answer",
         "finish_reasons",
         "input_tokens",
         "json",
-        "output",
         "output_tokens",
         "parsed",
         "response_id",
@@ -73,7 +73,7 @@ class AnswerReader:
         self.finish_reasons: list[str] = []
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
-        self.output: Any = None  # a JSON answer's output items (content capture)
+        self.answer: Any = None  # a JSON answer, parsed (content capture)
 
     def feed(self, chunk: bytes) -> None:
         self.size += len(chunk)
@@ -116,10 +116,12 @@ class AnswerReader:
         """Take what ``obj`` (an answer, or one event of a stream) says."""
         if type(obj) is not dict:
             return
+        if whole and self.answer is None:  # the outer object (Code Assist wraps its answer)
+            self.answer = obj
         for key in ("response", "message"):  # Responses events, Code Assist; message_start
             inner = obj.get(key)
             if type(inner) is dict:
-                self.absorb(inner, whole)
+                self.absorb(inner)
         found_id = obj.get("id") or obj.get("responseId")
         if type(found_id) is str and self.response_id is None:
             self.response_id = found_id
@@ -128,10 +130,6 @@ class AnswerReader:
             self.response_model = model
         self._usage(obj.get("usage") or obj.get("usageMetadata"))
         self._finish(obj)
-        if whole:
-            output = _output(obj)
-            if output is not None:
-                self.output = output
 
     def _usage(self, usage: Any) -> None:
         if type(usage) is not dict:
@@ -166,19 +164,4 @@ def _count(usage: dict[str, Any], keys: tuple[str, ...]) -> int | None:
         value = usage.get(key)
         if type(value) is int:
             return value
-    return None
-
-
-def _output(answer: dict[str, Any]) -> Any:
-    """A JSON answer's output: chat's choices' messages, Responses' ``output``, Messages'
-    ``content``, Gemini's candidates' contents."""
-    choices = answer.get("choices")
-    if type(choices) is list:
-        return [c.get("message") for c in choices if type(c) is dict]
-    candidates = answer.get("candidates")
-    if type(candidates) is list:
-        return [c.get("content") for c in candidates if type(c) is dict]
-    for key in ("output", "content"):
-        if type(answer.get(key)) is list:
-            return answer[key]
     return None

@@ -24,24 +24,26 @@ import importlib
 import logging
 import os
 from collections.abc import Mapping
+from time import time_ns
 from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry.metrics import Histogram, Meter, NoOpMeter
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from proxy.api.state import RequestState
+from proxy.core.wire import Wire
 from proxy.settings import Settings
 from proxy.telemetry.names import METRICS_ENDPOINTS, content_captured, provider_name, wanted
-from proxy.telemetry.record import Pending
+from proxy.telemetry.otlp import FastSpanExporter, span_exporter
+from proxy.telemetry.record import SCOPE, Pending, Readable
 from proxy.telemetry.spans import RequestTrace
 
 LOGGER = logging.getLogger("toolcall_guard")
-SCOPE = "toolcall_guard"
 
 #: The conventions' bucket boundaries (gen-ai-metrics.md).
 DURATION_BUCKETS = (
@@ -94,12 +96,21 @@ class Tracing:
         # whole when they end (proxy.telemetry.record), not through its tracers.
         provider = TracerProvider(resource=resource)
         self.sampler, self.resource = provider.sampler, provider.resource
+        if isinstance(span_exporter, FastSpanExporter):
+            span_exporter.begin(self.resource, SCOPE)
+        else:  # an exporter of the SDK's: fed ReadableSpans
+            span_exporter = Readable(span_exporter, self.resource)
         self.processor = BatchSpanProcessor(span_exporter)
         self.meters: MeterProvider | None = None
-        meter: Meter = NoOpMeter(SCOPE)
+        meter: Meter = NoOpMeter(SCOPE.name)
         if metric_reader is not None:
-            self.meters = MeterProvider(metric_readers=[metric_reader], resource=resource)
-            meter = self.meters.get_meter(SCOPE)
+            # No exemplars: they come from the current span, which is never set here.
+            self.meters = MeterProvider(
+                metric_readers=[metric_reader],
+                resource=resource,
+                exemplar_filter=AlwaysOffExemplarFilter(),
+            )
+            meter = self.meters.get_meter(SCOPE.name)
         self.duration: Histogram = meter.create_histogram(
             "gen_ai.client.operation.duration",
             unit="s",
@@ -117,27 +128,33 @@ class Tracing:
             n: provider_name(settings.policy_for(n).dialect) for n in settings.upstreams
         }
         self.content = content_captured(settings.repair_log.capture, environ)
-        self.servers: dict[str, dict[str, Any]] = {}  # by URL origin (see server_of)
+        #: A CLIENT span's first attributes, by upstream, URL origin and wire API (see
+        #: :meth:`attributes`).
+        self.firsts: dict[tuple[str, str, Wire | None], dict[str, Any]] = {}
 
-    def server_of(self, upstream: str, url: str) -> dict[str, Any]:
-        """``server.address`` and ``server.port`` of an upstream (its base URL's: computed once
-        per upstream and base)."""
+    def attributes(self, upstream: str, url: str, wire: Wire | None) -> dict[str, Any]:
+        """A new CLIENT span's attributes: ``server.address``, ``server.port`` (its URL's),
+        ``gen_ai.operation.name`` and ``gen_ai.provider.name`` (those of a wire API); built
+        once per upstream, origin and API, copied for each span."""
         end = url.find("/", url.find("//") + 2)
         origin = url if end < 0 else url[:end]
-        found = self.servers.get(origin)
+        found = self.firsts.get((upstream, origin, wire))
         if found is None:
             where = urlsplit(origin)
             port = where.port or (443 if where.scheme == "https" else 80)
-            found = self.servers[origin] = {
-                "server.address": where.hostname or "",
-                "server.port": port,
-            }
-        return found
+            found = {"server.address": where.hostname or "", "server.port": port}
+            if wire is not None:
+                found["gen_ai.operation.name"] = wire.operation
+                found["gen_ai.provider.name"] = self.providers.get(upstream, upstream)
+            if len(self.firsts) < 1024:  # upstreams and origins are the config's: few
+                self.firsts[upstream, origin, wire] = found
+        return found.copy()
 
     def emit(self, span: Pending) -> None:
         """A span ended: to the batch processor (which drops it if its queue is full)."""
-        if span.context.trace_flags.sampled:
-            self.processor.on_end(span.finished(self.resource))
+        span.end = time_ns()
+        if span.sampled:
+            self.processor.on_end(span)  # type: ignore[arg-type]  # exported as it is
 
     def force_flush(self) -> None:
         self.processor.force_flush()
@@ -181,5 +198,7 @@ def _exporter(signal: str, environ: Mapping[str, str]) -> Any:
             return getattr(grpc, name)()
         except ImportError:
             LOGGER.warning("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exporter not installed; using http")
+    if signal == "span":
+        return span_exporter()
     http = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{kind}_exporter")
     return getattr(http, name)()

@@ -52,7 +52,7 @@ def test_code_assist_wraps_the_answer_in_response() -> None:
     reader.close()
 
     assert (reader.response_id, reader.input_tokens, reader.output_tokens) == ("ca-1", 5, 1)
-    assert reader.output == [{"role": "model", "parts": [{"text": "ok"}]}]
+    assert reader.answer == wrapped  # kept whole: the content converter unwraps it
 
 
 def test_a_json_answer_too_large_is_not_read() -> None:
