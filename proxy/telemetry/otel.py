@@ -24,13 +24,10 @@ import importlib
 import logging
 import os
 from collections.abc import Mapping
-from time import time_ns
 from typing import Any
 from urllib.parse import urlsplit
 
-from opentelemetry.metrics import Histogram, Meter, NoOpMeter
-from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -38,46 +35,13 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from proxy.api.state import RequestState
 from proxy.core.wire import Wire
 from proxy.settings import Settings
+from proxy.telemetry.histograms import Exporting, Histograms
 from proxy.telemetry.names import METRICS_ENDPOINTS, content_captured, provider_name, wanted
 from proxy.telemetry.otlp import FastSpanExporter, span_exporter
-from proxy.telemetry.record import SCOPE, Pending, Readable
+from proxy.telemetry.record import SCOPE, Finished, Readable
 from proxy.telemetry.spans import RequestTrace
 
 LOGGER = logging.getLogger("toolcall_guard")
-
-#: The conventions' bucket boundaries (gen-ai-metrics.md).
-DURATION_BUCKETS = (
-    0.01,
-    0.02,
-    0.04,
-    0.08,
-    0.16,
-    0.32,
-    0.64,
-    1.28,
-    2.56,
-    5.12,
-    10.24,
-    20.48,
-    40.96,
-    81.92,
-)
-TOKEN_BUCKETS = (
-    1,
-    4,
-    16,
-    64,
-    256,
-    1024,
-    4096,
-    16384,
-    65536,
-    262144,
-    1048576,
-    4194304,
-    16777216,
-    67108864,
-)
 
 
 class Tracing:
@@ -87,7 +51,7 @@ class Tracing:
         self,
         settings: Settings,
         span_exporter: SpanExporter,
-        metric_reader: MetricReader | None = None,
+        metric_exporter: MetricExporter | None = None,
         environ: Mapping[str, str] = os.environ,
     ) -> None:
         name = environ.get("OTEL_SERVICE_NAME") or "toolcall-guard"
@@ -101,28 +65,12 @@ class Tracing:
         else:  # an exporter of the SDK's: fed ReadableSpans
             span_exporter = Readable(span_exporter, self.resource)
         self.processor = BatchSpanProcessor(span_exporter)
-        self.meters: MeterProvider | None = None
-        meter: Meter = NoOpMeter(SCOPE.name)
-        if metric_reader is not None:
-            # No exemplars: they come from the current span, which is never set here.
-            self.meters = MeterProvider(
-                metric_readers=[metric_reader],
-                resource=resource,
-                exemplar_filter=AlwaysOffExemplarFilter(),
-            )
-            meter = self.meters.get_meter(SCOPE.name)
-        self.duration: Histogram = meter.create_histogram(
-            "gen_ai.client.operation.duration",
-            unit="s",
-            description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        )
-        self.tokens: Histogram = meter.create_histogram(
-            "gen_ai.client.token.usage",
-            unit="{token}",
-            description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
-        )
+        #: The GenAI client histograms (:mod:`proxy.telemetry.histograms`), None: not asked.
+        self.histograms: Histograms | None = None
+        self.exporting: Exporting | None = None
+        if metric_exporter is not None:
+            self.histograms = Histograms(resource, SCOPE)
+            self.exporting = Exporting(self.histograms, metric_exporter)
         #: ``gen_ai.provider.name`` of each upstream, by its policy's dialect.
         self.providers = {
             n: provider_name(settings.policy_for(n).dialect) for n in settings.upstreams
@@ -150,11 +98,11 @@ class Tracing:
                 self.firsts[upstream, origin, wire] = found
         return found.copy()
 
-    def emit(self, span: Pending) -> None:
-        """A span ended: to the batch processor (which drops it if its queue is full)."""
-        span.end = time_ns()
-        if span.sampled:
-            self.processor.on_end(span)  # type: ignore[arg-type]  # exported as it is
+    def emit(self, spans: Finished) -> None:
+        """A request's spans ended: to the batch processor as one item (which drops it if its
+        queue is full)."""
+        if spans:
+            self.processor.on_end(spans)  # type: ignore[arg-type]  # exported as it is
 
     def force_flush(self) -> None:
         self.processor.force_flush()
@@ -167,18 +115,16 @@ class Tracing:
         """Flush what is queued (bounded by the exporters' timeouts) and stop."""
         try:
             self.processor.shutdown()  # type: ignore[no-untyped-call]
-            if self.meters is not None:
-                self.meters.shutdown()
+            if self.exporting is not None:
+                self.exporting.shutdown()
         except Exception:  # an exporter failing at exit must not stop the proxy's exit
             LOGGER.warning("OpenTelemetry shutdown failed", exc_info=True)
 
 
 def from_env(settings: Settings, environ: Mapping[str, str] = os.environ) -> Tracing:
     """The tracing the ``OTEL_*`` variables ask for (tracing is known to be on)."""
-    reader = None
-    if wanted(METRICS_ENDPOINTS, environ):
-        reader = PeriodicExportingMetricReader(_exporter("metric", environ))
-    tracing = Tracing(settings, _exporter("span", environ), reader, environ)
+    metrics = _exporter("metric", environ) if wanted(METRICS_ENDPOINTS, environ) else None
+    tracing = Tracing(settings, _exporter("span", environ), metrics, environ)
     LOGGER.info("OpenTelemetry tracing on (content %s)", "on" if tracing.content else "off")
     return tracing
 

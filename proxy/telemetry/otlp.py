@@ -199,8 +199,8 @@ _MAX_TRIES = 6
 
 
 class FastSpanExporter(OTLPSpanExporter):
-    """The SDK's OTLP/HTTP span exporter, sending :func:`encode`'s bytes of
-    :class:`~proxy.telemetry.record.Pending` spans."""
+    """The SDK's OTLP/HTTP span exporter, sending :func:`encode`'s bytes of requests'
+    :class:`~proxy.telemetry.record.Finished` spans."""
 
     start: Start | None = None
 
@@ -211,7 +211,7 @@ class FastSpanExporter(OTLPSpanExporter):
     def export(self, spans: Sequence[Any]) -> SpanExportResult:
         if self._shutdown or self.start is None:
             return SpanExportResult.FAILURE
-        data = encode(spans, self.start)
+        data = encode([s for finished in spans for s in finished], self.start)
         deadline = time.time() + self._timeout
         for attempt in range(_MAX_TRIES):
             backoff = 2**attempt * random.uniform(0.8, 1.2)

@@ -3,9 +3,11 @@ attribute cleaning, a sampler call per span) and even its ``ReadableSpan`` and `
 cost more than the rest of a request's tracing, and nothing here needs them (no other code
 reads the current span; the proxy's attributes are of the types OTLP takes).
 
-A :class:`Pending` goes to the SDK's batch processor as it ends; the OTLP/HTTP exporter
-(:mod:`proxy.telemetry.otlp`) writes it as it is, and any other exporter (gRPC, the SDK's
-in-memory one) gets it as a ``ReadableSpan`` (:class:`Readable`), made on the exporter's thread.
+A request's :class:`Pending` spans go to the SDK's batch processor together when it ends, as
+one item (:class:`Finished`: its queue and batch sizes count requests); the OTLP/HTTP exporter
+(:mod:`proxy.telemetry.otlp`) writes them as they are, and any other exporter (gRPC, the SDK's
+in-memory one) gets them as ``ReadableSpan`` (:class:`Readable`), made on the exporter's
+thread.
 
 The sampler is asked once per request, for its SERVER span (``OTEL_TRACES_SAMPLER``: parent
 based by default, so a client's sampled ``traceparent`` is honoured; that default is decided
@@ -199,14 +201,24 @@ def _decided(sampler: Sampler, remote: SpanContext | None) -> bool | None:
     return _decided(sampler._root, None)
 
 
+_SAMPLED = SpanContext(1, 1, False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
+class Finished(list[Pending]):
+    """A request's ended spans, sampled: one item of the batch processor's queue (which reads
+    its ``context`` to tell a sampled span), one request's spans for the exporter."""
+
+    context = _SAMPLED
+
+
 class Readable(SpanExporter):
-    """An exporter of the SDK's fed :class:`Pending` spans as ``ReadableSpan``."""
+    """An exporter of the SDK's fed :class:`Finished` requests' spans as ``ReadableSpan``."""
 
     def __init__(self, exporter: SpanExporter, resource: Resource) -> None:
         self.exporter, self.resource = exporter, resource
 
     def export(self, spans: Sequence[Any]) -> SpanExportResult:
-        return self.exporter.export([s.readable(self.resource) for s in spans])
+        return self.exporter.export([s.readable(self.resource) for f in spans for s in f])
 
     def shutdown(self) -> None:
         self.exporter.shutdown()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from time import perf_counter
+from time import perf_counter, time_ns
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -36,7 +36,7 @@ from proxy.repairlog.conversation import conversation_key
 from proxy.telemetry.answer import AnswerReader
 from proxy.telemetry.content import CONVERTERS, system_parts
 from proxy.telemetry.names import client_conversation
-from proxy.telemetry.record import CLIENT, Pending, root
+from proxy.telemetry.record import CLIENT, Finished, Pending, root
 
 if TYPE_CHECKING:
     from proxy.api.attempt import Attempt
@@ -51,7 +51,7 @@ _CONTEXT_HEADERS = (b"traceparent", b"tracestate")
 class RequestTrace:
     """The spans of one request (``state.trace`` while tracing is on)."""
 
-    __slots__ = ("attrs", "current", "reader", "recorded", "server", "tracing")
+    __slots__ = ("attrs", "current", "ended", "reader", "recorded", "server", "tracing")
 
     def __init__(self, tracing: Tracing, state: RequestState) -> None:
         self.tracing = tracing
@@ -72,9 +72,10 @@ class RequestTrace:
         self.current: tuple[Pending, int | None, float] | None = None
         self.attrs: dict[str, Any] = {}  # the GenAI attributes every attempt's metrics carry
         self.reader: AnswerReader | None = None
+        self.ended = Finished()  # its spans that ended, handed over together when it ends
         #: Whether anything is recorded: a request the sampler leaves out costs no attribute,
         #: unless the metrics (which count every request) need them.
-        self.recorded = tracing.meters is not None or self.server.sampled
+        self.recorded = tracing.histograms is not None or self.server.sampled
 
     def attempt(
         self, state: RequestState, upstream: str, url: str, headers: RawHeaders
@@ -149,7 +150,13 @@ class RequestTrace:
             found["error.type"] = span.error = error
         if found["http.response.status_code"] is None:
             del found["http.response.status_code"]
-        self.tracing.emit(span)
+        self._ended(span)
+        self.tracing.emit(self.ended)
+
+    def _ended(self, span: Pending) -> None:
+        span.end = time_ns()
+        if span.sampled:
+            self.ended.append(span)
 
     def _end_client(self, state: RequestState, *, final: bool) -> None:
         if self.current is None:
@@ -168,16 +175,13 @@ class RequestTrace:
         error = _attempt_error(state, attempt, status)
         if error is not None:
             span.error = found["error.type"] = error
-        self.tracing.emit(span)
-        if self.tracing.meters is None or "gen_ai.operation.name" not in self.attrs:
+        self._ended(span)
+        histograms = self.tracing.histograms
+        if histograms is None or "gen_ai.operation.name" not in self.attrs:
             return
         kept = {k: found[k] for k in _METRIC_KEYS if k in found}
-        self.tracing.duration.record(perf_counter() - started, kept)
-        if reader is None:
-            return
-        for kind, count in (("input", reader.input_tokens), ("output", reader.output_tokens)):
-            if count is not None:
-                self.tracing.tokens.record(count, {**kept, "gen_ai.token.type": kind})
+        tokens = (reader.input_tokens, reader.output_tokens) if reader else (None, None)
+        histograms.request(perf_counter() - started, kept, *tokens)
 
     def _answer(self, state: RequestState, reader: AnswerReader) -> dict[str, Any]:
         """What the answer said of itself (what it did not say is left out)."""

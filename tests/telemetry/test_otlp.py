@@ -39,7 +39,7 @@ from opentelemetry.trace import (
 )
 
 from proxy.telemetry.otlp import FastSpanExporter, encode, fits, head
-from proxy.telemetry.record import SCOPE, Pending, _decided, root
+from proxy.telemetry.record import SCOPE, Finished, Pending, _decided, root
 
 RESOURCE = Resource.create({"service.name": "toolcall-guard", "deployment": "test"})
 text = st.text(max_size=20)
@@ -169,7 +169,7 @@ def test_the_exporter_posts_the_encoded_spans(
     exporter.begin(RESOURCE, SCOPE)
     span = Pending("POST /v1/messages", SpanKind.SERVER, 5, 0, {"k": "v"}, sampled=True)
 
-    assert exporter.export([span]) is SpanExportResult.SUCCESS
+    assert exporter.export([Finished([span])]) is SpanExportResult.SUCCESS
 
     (body,) = got
     assert ExportTraceServiceRequest.FromString(body) == encode_spans([span.readable(RESOURCE)])

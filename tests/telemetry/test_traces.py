@@ -252,7 +252,8 @@ def test_metrics_in_the_conventions(traced: Start) -> None:
     )
     proxy.trace(2)
 
-    data = proxy.metrics.get_metrics_data()
+    assert proxy.tracing.histograms is not None
+    data = proxy.tracing.histograms.collect()
     assert data is not None
     metrics = {
         m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
@@ -300,3 +301,22 @@ def test_gemini_native_is_generate_content_with_its_usage_metadata(traced: Start
     usage = response.json()["usageMetadata"]
     assert found["gen_ai.usage.input_tokens"] == usage["promptTokenCount"]
     assert found["gen_ai.usage.output_tokens"] == usage["candidatesTokenCount"]
+
+
+def test_a_gemini_stream_has_its_usage_read_as_it_passes(traced: Start) -> None:
+    proxy = traced()
+    body = {"contents": [{"role": "user", "parts": [{"text": "Read a.txt"}]}]}
+    path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+
+    response = proxy.post(path, body)
+
+    assert response.status_code == 200, response.text
+    events = [
+        orjson.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")
+    ]
+    usage = next(e["usageMetadata"] for e in reversed(events) if "usageMetadata" in e)
+    (client,) = kinds(proxy.trace(2), SpanKind.CLIENT)
+    found = attrs(client)
+    assert found["gen_ai.usage.input_tokens"] == usage["promptTokenCount"]
+    assert found["gen_ai.usage.output_tokens"] == usage["candidatesTokenCount"]
+    assert found["gen_ai.response.finish_reasons"]
