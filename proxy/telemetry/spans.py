@@ -51,15 +51,15 @@ _CONTEXT_HEADERS = (b"traceparent", b"tracestate")
 class RequestTrace:
     """The spans of one request (``state.trace`` while tracing is on)."""
 
-    __slots__ = ("attrs", "current", "ended", "reader", "recorded", "server", "tracing")
+    __slots__ = ("current", "ended", "generative", "reader", "recorded", "server", "tracing")
 
     def __init__(self, tracing: Tracing, state: RequestState) -> None:
         self.tracing = tracing
-        sent = {
-            k.decode("latin-1"): v.decode("latin-1")
-            for k, v in state.scope["headers"]
-            if k in _CONTEXT_HEADERS
-        }
+        sent = None
+        for k, v in state.scope["headers"]:
+            if k in _CONTEXT_HEADERS:
+                sent = sent or {}
+                sent[k.decode("latin-1")] = v.decode("latin-1")
         method, path = state.scope["method"], state.log.path
         self.server = root(
             tracing.sampler,
@@ -70,7 +70,7 @@ class RequestTrace:
         #: The open attempt's span, its index in ``state.attempts`` (None: relayed unchecked),
         #: and when it started.
         self.current: tuple[Pending, int | None, float] | None = None
-        self.attrs: dict[str, Any] = {}  # the GenAI attributes every attempt's metrics carry
+        self.generative = False  # whether the open attempt is a GenAI operation (metrics)
         self.reader: AnswerReader | None = None
         self.ended = Finished()  # its spans that ended, handed over together when it ends
         #: Whether anything is recorded: a request the sampler leaves out costs no attribute,
@@ -100,8 +100,8 @@ class RequestTrace:
             key = conversation_key(state.log.path, state.data, scope, wire)
             if key is not None:
                 attrs["toolcall_guard.conversation"] = key
-        self.attrs = attrs
-        span = self.server.child(name, CLIENT, attrs.copy())
+        self.generative = wire is not None
+        span = self.server.child(name, CLIENT, attrs)
         if wire is not None and index is not None and self.tracing.content:
             span.attributes |= _content(state, wire, state.attempts[index].forwarded)
         self.current = (span, index, perf_counter())
@@ -177,7 +177,7 @@ class RequestTrace:
             span.error = found["error.type"] = error
         self._ended(span)
         histograms = self.tracing.histograms
-        if histograms is None or "gen_ai.operation.name" not in self.attrs:
+        if histograms is None or not self.generative:
             return
         kept = {k: found[k] for k in _METRIC_KEYS if k in found}
         tokens = (reader.input_tokens, reader.output_tokens) if reader else (None, None)

@@ -108,6 +108,20 @@ def test_repeated_attributes_come_from_the_table_unchanged() -> None:
     assert first == again == encode_spans([span.readable(RESOURCE)]).SerializeToString()
 
 
+@pytest.mark.parametrize("twin", [True, 1.0, ("1",), (1,)], ids=repr)
+def test_a_value_equal_to_a_kept_one_keeps_its_own_type(twin: Any) -> None:
+    """``1``, ``True`` and ``1.0`` are one key of a dict; their bytes differ."""
+    start = head(RESOURCE, SCOPE)
+    kept = Pending("a", SpanKind.CLIENT, 7, 9, {"n": 1, "t": ("1",)}, sampled=True)
+    other = Pending("b", SpanKind.CLIENT, 7, 9, {"n": twin, "t": twin}, sampled=True)
+    encode([kept], start)
+
+    ours = encode([kept, other], start)
+
+    spans = [kept.readable(RESOURCE), other.readable(RESOURCE)]
+    assert ours == encode_spans(spans).SerializeToString()
+
+
 def _remote(sampled: bool) -> Any:
     flags = TraceFlags(TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
     context = SpanContext(0xABC, 0xDEF, True, trace_flags=flags)
