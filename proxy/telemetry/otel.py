@@ -9,13 +9,16 @@ and ``…_ARG``); the resource ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_N
 (``toolcall-guard`` by default). Nothing global is set: the proxy's provider is its own, so an
 application embedding it keeps its own.
 
-A request never waits on the exporter: spans are queued by the batch processor (a full queue
-drops spans, it does not block) and exported by its thread; a failing or hanging collector
-costs that thread its export timeout, never a request.
+A request never waits on the exporter: its spans are queued by the batch processor as one
+item (a full queue drops them, it does not block; ``OTEL_BSP_*`` sizes count requests) and
+exported by its thread, over OTLP/HTTP by :mod:`proxy.telemetry.otlp`'s encoder; a failing or
+hanging collector costs that thread its export timeout, never a request.
 
 Metrics (``gen_ai.client.operation.duration`` in seconds and ``gen_ai.client.token.usage`` in
-tokens, with the conventions' bucket boundaries) go out over OTLP when
-``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``…_METRICS_ENDPOINT`` is set, beside ``/metrics``.
+tokens, with the conventions' bucket boundaries, cumulative) are aggregated by
+:mod:`proxy.telemetry.histograms` and go out through the SDK's OTLP metric exporter every
+``OTEL_METRIC_EXPORT_INTERVAL`` when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``…_METRICS_ENDPOINT``
+is set, beside ``/metrics``.
 """
 
 from __future__ import annotations

@@ -15,8 +15,12 @@ attempt, in the GenAI semantic conventions (attribute names in :mod:`proxy.telem
   (:func:`~proxy.telemetry.names.client_conversation`); ``toolcall_guard.conversation`` is the
   repair log's key (:func:`proxy.repairlog.conversation.conversation_key`), always.
 - Content (``gen_ai.input.messages``, ``gen_ai.system_instructions``,
-  ``gen_ai.output.messages`` of a JSON answer) only when :attr:`Tracing.content`, as the wire
-  API sent it, with the request's keys scrubbed.
+  ``gen_ai.output.messages`` of a JSON answer) only when :attr:`Tracing.content`, in the
+  conventions' schema (:mod:`proxy.telemetry.content`), with the request's keys scrubbed.
+
+The request's spans go to the batch processor together when it ends
+(:class:`~proxy.telemetry.record.Finished`); its metrics to
+:class:`~proxy.telemetry.histograms.Histograms`.
 """
 
 from __future__ import annotations
