@@ -41,7 +41,7 @@ from proxy.settings import Settings
 from proxy.telemetry.histograms import Exporting, Histograms
 from proxy.telemetry.names import METRICS_ENDPOINTS, content_captured, provider_name, wanted
 from proxy.telemetry.otlp import FastSpanExporter, span_exporter
-from proxy.telemetry.record import SCOPE, Finished, Readable
+from proxy.telemetry.record import SCOPE, Finished, Readable, decided
 from proxy.telemetry.spans import RequestTrace
 
 LOGGER = logging.getLogger("toolcall_guard")
@@ -63,6 +63,7 @@ class Tracing:
         # whole when they end (proxy.telemetry.record), not through its tracers.
         provider = TracerProvider(resource=resource)
         self.sampler, self.resource = provider.sampler, provider.resource
+        self.fresh = decided(self.sampler, None)  # a new trace's fate, when the sampler is plain
         if isinstance(span_exporter, FastSpanExporter):
             span_exporter.begin(self.resource, SCOPE)
         else:  # an exporter of the SDK's: fed ReadableSpans

@@ -155,14 +155,20 @@ def _trace_id() -> int:
 
 
 def root(
-    sampler: Sampler, parent: Context | None, name: str, attributes: dict[str, Any]
+    sampler: Sampler,
+    parent: Context | None,
+    name: str,
+    attributes: dict[str, Any],
+    fresh: bool | None = None,
 ) -> Pending:
-    """A request's SERVER span: continuing ``parent`` (the client's context) when valid."""
+    """A request's SERVER span: continuing ``parent`` (the client's context) when valid.
+    ``fresh``: what ``sampler`` decides for a new trace, when known (``decided(sampler,
+    None)``, worked out once)."""
     remote = get_current_span(parent).get_span_context() if parent is not None else None
     if remote is not None and not remote.is_valid:
         remote = None
     trace_id = remote.trace_id if remote is not None else _trace_id()
-    sampled = _decided(sampler, remote)
+    sampled = fresh if remote is None and fresh is not None else decided(sampler, remote)
     trace_state = remote.trace_state if remote is not None else None
     if sampled is None:  # a sampler of the operator's: asked
         decision = sampler.should_sample(parent, trace_id, name, SERVER, attributes)
@@ -180,7 +186,7 @@ def root(
     )
 
 
-def _decided(sampler: Sampler, remote: SpanContext | None) -> bool | None:
+def decided(sampler: Sampler, remote: SpanContext | None) -> bool | None:
     """What a plain sampler decides, without asking it: ``always_on``, ``always_off``, and the
     parent-based ones with the default delegates (the parent's flag; the root sampler's for a
     new trace). None: ask the sampler."""
@@ -198,7 +204,7 @@ def _decided(sampler: Sampler, remote: SpanContext | None) -> bool | None:
         return None
     if remote is not None:
         return remote.trace_flags.sampled
-    return _decided(sampler._root, None)
+    return decided(sampler._root, None)
 
 
 _SAMPLED = SpanContext(1, 1, False, trace_flags=TraceFlags(TraceFlags.SAMPLED))

@@ -70,6 +70,7 @@ class RequestTrace:
             PROPAGATOR.extract(sent) if sent else None,
             f"{method} {path}",
             {"http.request.method": method, "url.path": path},
+            tracing.fresh,
         )
         #: The open attempt's span, its index in ``state.attempts`` (None: relayed unchecked),
         #: and when it started.

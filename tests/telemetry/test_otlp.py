@@ -39,7 +39,7 @@ from opentelemetry.trace import (
 )
 
 from proxy.telemetry.otlp import FastSpanExporter, encode, fits, head
-from proxy.telemetry.record import SCOPE, Finished, Pending, _decided, root
+from proxy.telemetry.record import SCOPE, Finished, Pending, decided, root
 
 RESOURCE = Resource.create({"service.name": "toolcall-guard", "deployment": "test"})
 text = st.text(max_size=20)
@@ -136,9 +136,9 @@ def _remote(sampled: bool) -> Any:
 @pytest.mark.parametrize("parent", [None, True, False], ids=["new", "sampled", "not_sampled"])
 def test_a_plain_sampler_is_decided_as_it_would_decide(sampler: Any, parent: bool | None) -> None:
     context = None if parent is None else _remote(parent)
-    span = root(sampler, context, "POST /v1/chat/completions", {})
+    span = root(sampler, context, "POST /v1/chat/completions", {}, decided(sampler, None))
     if parent is None and isinstance(getattr(sampler, "_root", None), TraceIdRatioBased):
-        assert _decided(sampler, None) is None  # a new trace: the ratio is asked, not guessed
+        assert decided(sampler, None) is None  # a new trace: the ratio is asked, not guessed
     asked = sampler.should_sample(context, span.trace_id, "POST", SpanKind.SERVER, {})
     assert span.sampled is (asked.decision is Decision.RECORD_AND_SAMPLE)
     if parent is not None:
