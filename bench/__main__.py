@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import growth, phases, report, sanitize, sessions, tables
+from bench import growth, phases, report, sanitize, sessions, tables, tracing
 from bench.load import Loader, ensure_wrk
 from bench.servers import ROOT, Server, guard_available
 
@@ -63,6 +63,11 @@ def parse(argv: list[str]) -> tuple[phases.Config, argparse.Namespace]:
         help="wait up to S seconds for proxy.app to become importable",
     )
     parser.add_argument("--skip-sanitizer", action="store_true")
+    parser.add_argument(
+        "--no-tracing",
+        action="store_true",
+        help="leave out toolcall-guard with OpenTelemetry on (bench/tracing.py)",
+    )
     parser.add_argument(
         "--no-parse-floor",
         action="store_true",
@@ -155,25 +160,23 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
     upstream = Server("upstream", logdir=workdir)
     targets = {"direct": upstream}
     out: dict[str, Any] = {"loader": loader.name, "leaks": {}, "logs": {}, "repair_log": "-"}
+    sink: Server | None = None
     try:
         targets["floor"] = Server("floor", upstream.url, workdir)
         if not args.no_parse_floor:
             targets["parse"] = Server("floor-parse", upstream.url, workdir)
         if want_guard(args):
-            url = args.repair_log
-            if url == "sqlite":
-                url = f"sqlite:///{workdir}/repairs.sqlite3"
-            if args.baseline is not None:
-                base = url.replace("repairs.sqlite3", "repairs-base.sqlite3")
-                targets["base"] = Server("guard", upstream.url, workdir, base, args.baseline)
-            targets["guard"] = Server("guard", upstream.url, workdir, url)
-            out["repair_log"] = url
+            out["repair_log"], sink = _guards(args, upstream.url, workdir, targets)
+            if sink is not None:
+                out["off_modules"] = tracing.off_imports()
         out["targets"] = list(targets)
         bench = phases.Bench(workdir, loader, upstream, targets)
+        bench.only[tracing.TARGET] = tracing.MEASURED
         out["check"] = phases.check(bench)
         log(f"servers up ({', '.join(targets)}), load generator {loader.name}; warming up")
         phases.warm(bench, config.warmup, phases.CLEAN)
         out["rows"] = phases.scenarios(bench, config, _only(phases.CLEAN, args.only), log)
+        out["check"] |= tracing.received(sink)
         log("paced streams")
         out["pacing"] = phases.pacing(bench, config)
         log(f"{config.streams} open streams")
@@ -194,6 +197,24 @@ def measure(config: phases.Config, args: argparse.Namespace, workdir: Path) -> d
         for target, server in reversed(targets.items()):
             server.stop()
             out["logs"][target] = server.log_tail()
+        tracing.stop(sink)
+
+
+def _guards(
+    args: argparse.Namespace, upstream: str, workdir: Path, targets: dict[str, Server]
+) -> tuple[str, Server | None]:
+    """toolcall-guard (and its baseline, and with tracing on) added to ``targets``: the repair
+    log's URL, and the OTLP sink when tracing is measured."""
+    url = args.repair_log
+    if url == "sqlite":
+        url = f"sqlite:///{workdir}/repairs.sqlite3"
+    if args.baseline is not None:
+        base = url.replace("repairs.sqlite3", "repairs-base.sqlite3")
+        targets["base"] = Server("guard", upstream, workdir, base, args.baseline)
+    targets["guard"] = Server("guard", upstream, workdir, url)
+    if args.no_tracing:
+        return url, None
+    return url, tracing.add_target(targets, upstream, workdir, url)  # bench/tracing.py
 
 
 def _only(which: list[phases.Scenario], text: str) -> list[phases.Scenario]:
@@ -205,7 +226,10 @@ def render(
 ) -> tuple[str, str]:
     fig = report.Figures(out["rows"])
     pacing = report.Pacing(out["pacing"], config.pace_ms)
-    summary = report.summary(fig, pacing, out["leaks"], out.get("sessions"), out.get("growth"))
+    extra = tracing.goal_rows(fig, out.get("off_modules"))
+    extra += report.sessions_rows(out.get("sessions") or {})
+    extra += report.growth_rows(out.get("growth") or {})
+    summary = report.summary(fig, pacing, out["leaks"], extra)
     sizes = ", ".join(f"{f.name}={getattr(config, f.name)}" for f in dataclasses.fields(config))
     head = [f"- **{k}**: {v}" for k, v in meta.items()]
     head += [

@@ -82,6 +82,8 @@ class Bench:
         self.loader = loader
         self.upstream = upstream
         self.targets = targets  # name -> the server the client talks to ("direct": upstream)
+        #: Targets measured on some scenarios only: name -> those scenarios' names.
+        self.only: dict[str, frozenset[str]] = {}
         self.files: dict[tuple[str, bool], Path] = {}
         for scenario in SCENARIOS:
             kind, stream = scenario.kind, scenario.stream
@@ -125,7 +127,7 @@ def check(bench: Bench) -> dict[str, str]:
             if response.status != 200:
                 raise RuntimeError(f"{target} answered {response.status} to the {kind} body")
             relayed = outcome == "-" and bodies.path(kind) == bodies.RESPONSES
-            guard = target in ("guard", "base")
+            guard = target in ("guard", "base", "otel")
             if guard and outcome != bodies.expected(kind) and not relayed:
                 raise RuntimeError(f"toolcall-guard says {outcome} for the {kind} body")
     return seen
@@ -153,6 +155,8 @@ def scenarios(
         for scenario in which:
             seconds = config.seconds if scenario.concurrency == 10 else config.short_seconds
             for target, server in bench.targets.items():
+                if scenario.name not in bench.only.get(target, (scenario.name,)):
+                    continue
                 row = bench.load(server, scenario, seconds)
                 rows.append({"round": round_, "scenario": scenario.name, "target": target, **row})
             log(f"round {round_ + 1}/{config.rounds}: {scenario.name}")
@@ -161,12 +165,12 @@ def scenarios(
 
 #: Targets measured under load only: "floor + parse" bounds throughput; streams, memory and
 #: leaks are the floor's.
-LOAD_ONLY = frozenset({"direct", "parse"})
+LOAD_ONLY = frozenset({"direct", "parse", "otel"})
 
 
 def streaming(targets: list[str]) -> list[str]:
     """The targets the paced-stream phase measures."""
-    return [t for t in targets if t != "parse"]
+    return [t for t in targets if t not in ("parse", "otel")]
 
 
 def pacing(bench: Bench, config: Config) -> list[dict[str, Any]]:

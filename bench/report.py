@@ -27,6 +27,7 @@ NAMES = {
     "parse": "floor + parse",
     "base": "toolcall-guard before",
     "guard": "toolcall-guard",
+    "otel": "toolcall-guard, tracing on",
 }
 
 
@@ -224,8 +225,6 @@ def check_rows(
     fig: Figures,
     pacing: Pacing,
     leaks: dict[str, Any],
-    sessions: dict[str, Any] | None = None,
-    growth: dict[str, dict[str, Any]] | None = None,
 ) -> list[tuple[str, ...]]:
     """The targets of the issues: (what, toolcall-guard, floor, goal, PASS/FAIL)."""
     if "guard" not in fig.targets:
@@ -233,8 +232,6 @@ def check_rows(
     out = _goal_rows(fig)
     if "parse" in fig.targets:
         out += parse_rows(fig)
-    out += sessions_rows(sessions or {})
-    out += growth_rows(growth or {})
     for kind in ("small", "history"):
         direct = pacing.ttfc(kind, "direct")
         g, f = pacing.ttfc(kind, "guard") - direct, pacing.ttfc(kind, "floor") - direct
@@ -299,12 +296,12 @@ def summary(
     fig: Figures,
     pacing: Pacing,
     leaks: dict[str, Any],
-    sessions: dict[str, Any] | None = None,
-    growth: dict[str, dict[str, Any]] | None = None,
+    extra: list[tuple[str, ...]] | None = None,
 ) -> str:
-    """The targets table (what the README shows)."""
+    """The targets table (what the README shows); ``extra``: more rows (the tracing's, the
+    agent sessions', the growth run's)."""
     header = ("target", "toolcall-guard", "floor", "goal", "result")
-    return table(header, check_rows(fig, pacing, leaks, sessions, growth))
+    return table(header, check_rows(fig, pacing, leaks) + (extra or []))
 
 
 def latency_table(fig: Figures) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-KINDS = ("upstream", "floor", "floor-parse", "guard")
+KINDS = ("upstream", "floor", "floor-parse", "guard", "otlp-sink")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -51,6 +51,7 @@ class Server:
         *,
         wrapper: tuple[str, ...] = (),
         ready_within: float = 30.0,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.kind = kind
         self.root = root
@@ -63,10 +64,13 @@ class Server:
         command = [*wrapper, sys.executable, "-m", "bench.servers", kind, str(self.port), upstream]
         command += [repair_log, str(self.requests_log)]
         # Run from ``root``: its proxy/ package comes first, the bench's own modules from ROOT.
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # ``env``: extra variables (the traced guard's ``OTEL_*``, bench/tracing.py); no other
+        # server traces, whatever the caller's environment says.
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        environ |= {**(env or {}), "PYTHONPATH": str(ROOT)}
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT
+                command, cwd=root, env=environ, stdout=out, stderr=subprocess.STDOUT
             )
         self._wait_ready(ready_within)
 
@@ -135,6 +139,10 @@ def _app(kind: str, upstream: str) -> Any:
         from bench.upstream import app
 
         return app
+    if kind == "otlp-sink":
+        from bench.tracing import sink
+
+        return sink()
     from bench.floor import Floor
 
     return Floor(upstream, parse=kind == "floor-parse")

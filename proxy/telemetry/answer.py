@@ -1,5 +1,5 @@
 """What an upstream's answer says about itself, read as it passes: id, model, finish reasons,
-token usage (and, for a JSON answer, its output items when content is captured).
+token usage (and, for a JSON answer, the answer itself, for content capture).
 
 Fed every chunk the relay forwards, only while tracing is on; nothing is held back or delayed.
 A streamed answer (SSE) is read event by event: only the events that can carry what is wanted
@@ -22,6 +22,7 @@ Where each API puts what (one reader for all rows):
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any
 
 import orjson
@@ -30,16 +31,8 @@ import orjson
 JSON_LIMIT = 1 << 20
 #: The longest SSE line kept while waiting for its end (a longer one is skipped).
 LINE_LIMIT = 1 << 20
-#: Bytes that make an SSE event worth parsing.
-_WANTED = (
-    b"usage",
-    b'finish_reason":"',
-    b'finish_reason": "',
-    b'stop_reason":"',
-    b'stop_reason": "',
-    b"finishReason",
-    b"completed",
-)
+#: Bytes that make an SSE event worth parsing (one search of a chunk, in C).
+_WANTED = re.compile(rb'usage|finish_reason": ?"|stop_reason": ?"|finishReason|completed')
 
 _INPUT = ("input_tokens", "prompt_tokens", "promptTokenCount")
 _OUTPUT = ("output_tokens", "completion_tokens", "candidatesTokenCount")
@@ -49,10 +42,10 @@ class AnswerReader:
     """Reads an answer chunk by chunk; :meth:`close` it, then read its fields."""
 
     __slots__ = (
+        "answer",
         "finish_reasons",
         "input_tokens",
         "json",
-        "output",
         "output_tokens",
         "parsed",
         "response_id",
@@ -73,7 +66,7 @@ class AnswerReader:
         self.finish_reasons: list[str] = []
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
-        self.output: Any = None  # a JSON answer's output items (content capture)
+        self.answer: Any = None  # a JSON answer, parsed (content capture)
 
     def feed(self, chunk: bytes) -> None:
         self.size += len(chunk)
@@ -81,7 +74,13 @@ class AnswerReader:
             if self.size <= JSON_LIMIT:
                 self.json += chunk
             return
-        lines = (self.tail + chunk).split(b"\n")
+        data = self.tail + chunk if self.tail else chunk
+        if self.parsed and _WANTED.search(data) is None:  # no event here worth parsing
+            self.tail = data[data.rfind(b"\n") + 1 :]  # the line still unfinished, if any
+            if len(self.tail) > LINE_LIMIT:
+                self.tail = b""
+            return
+        lines = data.split(b"\n")
         self.tail = lines.pop()
         if len(self.tail) > LINE_LIMIT:
             self.tail = b""
@@ -103,7 +102,7 @@ class AnswerReader:
     def _line(self, line: bytes) -> None:
         if not line.startswith(b"data:"):
             return
-        if self.parsed and not any(mark in line for mark in _WANTED):
+        if self.parsed and _WANTED.search(line) is None:
             return
         try:
             event = orjson.loads(line[5:])
@@ -116,10 +115,12 @@ class AnswerReader:
         """Take what ``obj`` (an answer, or one event of a stream) says."""
         if type(obj) is not dict:
             return
+        if whole and self.answer is None:  # the outer object (Code Assist wraps its answer)
+            self.answer = obj
         for key in ("response", "message"):  # Responses events, Code Assist; message_start
             inner = obj.get(key)
             if type(inner) is dict:
-                self.absorb(inner, whole)
+                self.absorb(inner)
         found_id = obj.get("id") or obj.get("responseId")
         if type(found_id) is str and self.response_id is None:
             self.response_id = found_id
@@ -128,10 +129,6 @@ class AnswerReader:
             self.response_model = model
         self._usage(obj.get("usage") or obj.get("usageMetadata"))
         self._finish(obj)
-        if whole:
-            output = _output(obj)
-            if output is not None:
-                self.output = output
 
     def _usage(self, usage: Any) -> None:
         if type(usage) is not dict:
@@ -166,19 +163,4 @@ def _count(usage: dict[str, Any], keys: tuple[str, ...]) -> int | None:
         value = usage.get(key)
         if type(value) is int:
             return value
-    return None
-
-
-def _output(answer: dict[str, Any]) -> Any:
-    """A JSON answer's output: chat's choices' messages, Responses' ``output``, Messages'
-    ``content``, Gemini's candidates' contents."""
-    choices = answer.get("choices")
-    if type(choices) is list:
-        return [c.get("message") for c in choices if type(c) is dict]
-    candidates = answer.get("candidates")
-    if type(candidates) is list:
-        return [c.get("content") for c in candidates if type(c) is dict]
-    for key in ("output", "content"):
-        if type(answer.get(key)) is list:
-            return answer[key]
     return None

@@ -9,13 +9,16 @@ and ``…_ARG``); the resource ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_N
 (``toolcall-guard`` by default). Nothing global is set: the proxy's provider is its own, so an
 application embedding it keeps its own.
 
-A request never waits on the exporter: spans are queued by the batch processor (a full queue
-drops spans, it does not block) and exported by its thread; a failing or hanging collector
-costs that thread its export timeout, never a request.
+A request never waits on the exporter: its spans are queued by the batch processor as one
+item (a full queue drops them, it does not block; ``OTEL_BSP_*`` sizes count requests) and
+exported by its thread, over OTLP/HTTP by :mod:`proxy.telemetry.otlp`'s encoder; a failing or
+hanging collector costs that thread its export timeout, never a request.
 
 Metrics (``gen_ai.client.operation.duration`` in seconds and ``gen_ai.client.token.usage`` in
-tokens, with the conventions' bucket boundaries) go out over OTLP when
-``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``…_METRICS_ENDPOINT`` is set, beside ``/metrics``.
+tokens, with the conventions' bucket boundaries, cumulative) are aggregated by
+:mod:`proxy.telemetry.histograms` and go out through the SDK's OTLP metric exporter every
+``OTEL_METRIC_EXPORT_INTERVAL`` when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``…_METRICS_ENDPOINT``
+is set, beside ``/metrics``.
 """
 
 from __future__ import annotations
@@ -27,55 +30,21 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from opentelemetry.metrics import Histogram, Meter, NoOpMeter
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from proxy.api.state import RequestState
+from proxy.core.wire import Wire
 from proxy.settings import Settings
+from proxy.telemetry.histograms import Exporting, Histograms
 from proxy.telemetry.names import METRICS_ENDPOINTS, content_captured, provider_name, wanted
-from proxy.telemetry.record import Pending
+from proxy.telemetry.otlp import FastSpanExporter, span_exporter
+from proxy.telemetry.record import SCOPE, Finished, Readable, decided
 from proxy.telemetry.spans import RequestTrace
 
 LOGGER = logging.getLogger("toolcall_guard")
-SCOPE = "toolcall_guard"
-
-#: The conventions' bucket boundaries (gen-ai-metrics.md).
-DURATION_BUCKETS = (
-    0.01,
-    0.02,
-    0.04,
-    0.08,
-    0.16,
-    0.32,
-    0.64,
-    1.28,
-    2.56,
-    5.12,
-    10.24,
-    20.48,
-    40.96,
-    81.92,
-)
-TOKEN_BUCKETS = (
-    1,
-    4,
-    16,
-    64,
-    256,
-    1024,
-    4096,
-    16384,
-    65536,
-    262144,
-    1048576,
-    4194304,
-    16777216,
-    67108864,
-)
 
 
 class Tracing:
@@ -85,7 +54,7 @@ class Tracing:
         self,
         settings: Settings,
         span_exporter: SpanExporter,
-        metric_reader: MetricReader | None = None,
+        metric_exporter: MetricExporter | None = None,
         environ: Mapping[str, str] = os.environ,
     ) -> None:
         name = environ.get("OTEL_SERVICE_NAME") or "toolcall-guard"
@@ -94,50 +63,50 @@ class Tracing:
         # whole when they end (proxy.telemetry.record), not through its tracers.
         provider = TracerProvider(resource=resource)
         self.sampler, self.resource = provider.sampler, provider.resource
+        self.fresh = decided(self.sampler, None)  # a new trace's fate, when the sampler is plain
+        if isinstance(span_exporter, FastSpanExporter):
+            span_exporter.begin(self.resource, SCOPE)
+        else:  # an exporter of the SDK's: fed ReadableSpans
+            span_exporter = Readable(span_exporter, self.resource)
         self.processor = BatchSpanProcessor(span_exporter)
-        self.meters: MeterProvider | None = None
-        meter: Meter = NoOpMeter(SCOPE)
-        if metric_reader is not None:
-            self.meters = MeterProvider(metric_readers=[metric_reader], resource=resource)
-            meter = self.meters.get_meter(SCOPE)
-        self.duration: Histogram = meter.create_histogram(
-            "gen_ai.client.operation.duration",
-            unit="s",
-            description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        )
-        self.tokens: Histogram = meter.create_histogram(
-            "gen_ai.client.token.usage",
-            unit="{token}",
-            description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
-        )
+        #: The GenAI client histograms (:mod:`proxy.telemetry.histograms`), None: not asked.
+        self.histograms: Histograms | None = None
+        self.exporting: Exporting | None = None
+        if metric_exporter is not None:
+            self.histograms = Histograms(resource, SCOPE)
+            self.exporting = Exporting(self.histograms, metric_exporter)
         #: ``gen_ai.provider.name`` of each upstream, by its policy's dialect.
         self.providers = {
             n: provider_name(settings.policy_for(n).dialect) for n in settings.upstreams
         }
         self.content = content_captured(settings.repair_log.capture, environ)
-        self.servers: dict[str, dict[str, Any]] = {}  # by URL origin (see server_of)
+        #: A CLIENT span's first attributes, by upstream, URL origin and wire API (see
+        #: :meth:`attributes`).
+        self.firsts: dict[tuple[str, str, Wire | None], dict[str, Any]] = {}
 
-    def server_of(self, upstream: str, url: str) -> dict[str, Any]:
-        """``server.address`` and ``server.port`` of an upstream (its base URL's: computed once
-        per upstream and base)."""
+    def attributes(self, upstream: str, url: str, wire: Wire | None) -> dict[str, Any]:
+        """A new CLIENT span's attributes: ``server.address``, ``server.port`` (its URL's),
+        ``gen_ai.operation.name`` and ``gen_ai.provider.name`` (those of a wire API); built
+        once per upstream, origin and API, copied for each span."""
         end = url.find("/", url.find("//") + 2)
         origin = url if end < 0 else url[:end]
-        found = self.servers.get(origin)
+        found = self.firsts.get((upstream, origin, wire))
         if found is None:
             where = urlsplit(origin)
             port = where.port or (443 if where.scheme == "https" else 80)
-            found = self.servers[origin] = {
-                "server.address": where.hostname or "",
-                "server.port": port,
-            }
-        return found
+            found = {"server.address": where.hostname or "", "server.port": port}
+            if wire is not None:
+                found["gen_ai.operation.name"] = wire.operation
+                found["gen_ai.provider.name"] = self.providers.get(upstream, upstream)
+            if len(self.firsts) < 1024:  # upstreams and origins are the config's: few
+                self.firsts[upstream, origin, wire] = found
+        return found.copy()
 
-    def emit(self, span: Pending) -> None:
-        """A span ended: to the batch processor (which drops it if its queue is full)."""
-        if span.context.trace_flags.sampled:
-            self.processor.on_end(span.finished(self.resource))
+    def emit(self, spans: Finished) -> None:
+        """A request's spans ended: to the batch processor as one item (which drops it if its
+        queue is full)."""
+        if spans:
+            self.processor.on_end(spans)  # type: ignore[arg-type]  # exported as it is
 
     def force_flush(self) -> None:
         self.processor.force_flush()
@@ -150,18 +119,16 @@ class Tracing:
         """Flush what is queued (bounded by the exporters' timeouts) and stop."""
         try:
             self.processor.shutdown()  # type: ignore[no-untyped-call]
-            if self.meters is not None:
-                self.meters.shutdown()
+            if self.exporting is not None:
+                self.exporting.shutdown()
         except Exception:  # an exporter failing at exit must not stop the proxy's exit
             LOGGER.warning("OpenTelemetry shutdown failed", exc_info=True)
 
 
 def from_env(settings: Settings, environ: Mapping[str, str] = os.environ) -> Tracing:
     """The tracing the ``OTEL_*`` variables ask for (tracing is known to be on)."""
-    reader = None
-    if wanted(METRICS_ENDPOINTS, environ):
-        reader = PeriodicExportingMetricReader(_exporter("metric", environ))
-    tracing = Tracing(settings, _exporter("span", environ), reader, environ)
+    metrics = _exporter("metric", environ) if wanted(METRICS_ENDPOINTS, environ) else None
+    tracing = Tracing(settings, _exporter("span", environ), metrics, environ)
     LOGGER.info("OpenTelemetry tracing on (content %s)", "on" if tracing.content else "off")
     return tracing
 
@@ -181,5 +148,7 @@ def _exporter(signal: str, environ: Mapping[str, str]) -> Any:
             return getattr(grpc, name)()
         except ImportError:
             LOGGER.warning("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exporter not installed; using http")
+    if signal == "span":
+        return span_exporter()
     http = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{kind}_exporter")
     return getattr(http, name)()

@@ -15,27 +15,32 @@ attempt, in the GenAI semantic conventions (attribute names in :mod:`proxy.telem
   (:func:`~proxy.telemetry.names.client_conversation`); ``toolcall_guard.conversation`` is the
   repair log's key (:func:`proxy.repairlog.conversation.conversation_key`), always.
 - Content (``gen_ai.input.messages``, ``gen_ai.system_instructions``,
-  ``gen_ai.output.messages`` of a JSON answer) only when :attr:`Tracing.content`, as the wire
-  API sent it, with the request's keys scrubbed.
+  ``gen_ai.output.messages`` of a JSON answer) only when :attr:`Tracing.content`, in the
+  conventions' schema (:mod:`proxy.telemetry.content`), with the request's keys scrubbed.
+
+The request's spans go to the batch processor together when it ends
+(:class:`~proxy.telemetry.record.Finished`); its metrics to
+:class:`~proxy.telemetry.histograms.Histograms`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from time import perf_counter
+from time import perf_counter, time_ns
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from proxy.core.wire import WIRES
+from proxy.core.forward import found_at
+from proxy.core.wire import WIRES, Wire
 from proxy.relay.base import RawHeaders, UpstreamResponse
 from proxy.repairlog.conversation import conversation_key
 from proxy.telemetry.answer import AnswerReader
+from proxy.telemetry.content import CONVERTERS, system_parts
 from proxy.telemetry.names import client_conversation
-from proxy.telemetry.record import Pending, root
+from proxy.telemetry.record import CLIENT, Finished, Pending, root
 
 if TYPE_CHECKING:
     from proxy.api.attempt import Attempt
@@ -50,50 +55,49 @@ _CONTEXT_HEADERS = (b"traceparent", b"tracestate")
 class RequestTrace:
     """The spans of one request (``state.trace`` while tracing is on)."""
 
-    __slots__ = ("attrs", "current", "reader", "recorded", "server", "tracing")
+    __slots__ = ("current", "ended", "generative", "reader", "recorded", "server", "tracing")
 
     def __init__(self, tracing: Tracing, state: RequestState) -> None:
         self.tracing = tracing
-        sent = {
-            k.decode("latin-1"): v.decode("latin-1")
-            for k, v in state.scope["headers"]
-            if k in _CONTEXT_HEADERS
-        }
-        method = state.scope["method"]
+        sent = None
+        for k, v in state.scope["headers"]:
+            if k in _CONTEXT_HEADERS:
+                sent = sent or {}
+                sent[k.decode("latin-1")] = v.decode("latin-1")
+        method, path = state.scope["method"], state.log.path
         self.server = root(
             tracing.sampler,
             PROPAGATOR.extract(sent) if sent else None,
-            f"{method} {state.log.path}",
-            {"http.request.method": method, "url.path": state.log.path},
+            f"{method} {path}",
+            {"http.request.method": method, "url.path": path},
+            tracing.fresh,
         )
         #: The open attempt's span, its index in ``state.attempts`` (None: relayed unchecked),
         #: and when it started.
         self.current: tuple[Pending, int | None, float] | None = None
-        self.attrs: dict[str, Any] = {}  # the GenAI attributes every attempt's metrics carry
+        self.generative = False  # whether the open attempt is a GenAI operation (metrics)
         self.reader: AnswerReader | None = None
+        self.ended = Finished()  # its spans that ended, handed over together when it ends
         #: Whether anything is recorded: a request the sampler leaves out costs no attribute,
         #: unless the metrics (which count every request) need them.
-        self.recorded = tracing.meters is not None or self.server.context.trace_flags.sampled
+        self.recorded = tracing.histograms is not None or self.server.sampled
 
     def attempt(
         self, state: RequestState, upstream: str, url: str, headers: RawHeaders
     ) -> RawHeaders:
         """An attempt goes out: its CLIENT span starts; the headers to send it with."""
-        self._end_client(state, final=False)
+        if self.current is not None:
+            self._end_client(state, final=False)
         if not self.recorded:  # sampled out: the upstream still continues the trace
-            return _continued(headers, self.server.child("", SpanKind.CLIENT, {}))
+            return _continued(headers, self.server.child("", CLIENT, {}))
         index = len(state.attempts) - 1 if state.attempts else None
-        attrs = dict(self.tracing.server_of(upstream, url))
-        name = state.scope["method"]
         wire = WIRES.get(state.api) if state.api is not None else None
+        attrs = self.tracing.attributes(upstream, url, wire)
+        name = state.scope["method"]
         if wire is not None:
             model = state.log.model or ""
-            attrs |= {
-                "gen_ai.operation.name": wire.operation,
-                "gen_ai.provider.name": self.tracing.providers.get(upstream, upstream),
-                "gen_ai.request.model": model,
-            }
-            name = f"{wire.operation} {model}".strip()
+            attrs["gen_ai.request.model"] = model
+            name = f"{wire.operation} {model}" if model else wire.operation
             conversation = client_conversation(state.data)
             if conversation is not None:
                 attrs["gen_ai.conversation.id"] = conversation
@@ -101,14 +105,10 @@ class RequestTrace:
             key = conversation_key(state.log.path, state.data, scope, wire)
             if key is not None:
                 attrs["toolcall_guard.conversation"] = key
-        self.attrs = attrs
-        span = self.server.child(name, SpanKind.CLIENT, dict(attrs))
+        self.generative = wire is not None
+        span = self.server.child(name, CLIENT, attrs)
         if wire is not None and index is not None and self.tracing.content:
-            body = state.attempts[index].forwarded
-            span.attributes["gen_ai.input.messages"] = _text(state, wire.items(body))
-            system = [body[k] for k in wire.system_keys if type(body) is dict and k in body]
-            if system:
-                span.attributes["gen_ai.system_instructions"] = _text(state, system)
+            span.attributes |= _content(state, wire, state.attempts[index].forwarded)
         self.current = (span, index, perf_counter())
         return _continued(headers, span)
 
@@ -134,28 +134,34 @@ class RequestTrace:
 
     def _end_server(self, state: RequestState) -> None:
         span, log = self.server, state.log
-        found: dict[str, Any] = {
-            "http.response.status_code": log.status,
-            "toolcall_guard.outcome": state.status() if state.api is not None else None,
-            "toolcall_guard.record_id": state.record_id,
-            "toolcall_guard.ending": state.ending,
-            "toolcall_guard.upstream": log.upstream,
-        }
-        findings = [f.as_dict() for f in state.outcome.findings] if state.outcome else []
-        for finding in findings + state.extra_findings:
-            span.event(
-                "toolcall_guard.repair",
-                {
-                    "toolcall_guard.rule": finding.get("rule", ""),
-                    "toolcall_guard.path": finding.get("path", ""),
-                    "toolcall_guard.action": finding.get("action", ""),
-                },
-            )
+        found = span.attributes
+        found["http.response.status_code"] = log.status
+        if state.api is not None:
+            found["toolcall_guard.outcome"] = state.status()
+        for key, value in (
+            ("toolcall_guard.record_id", state.record_id),
+            ("toolcall_guard.ending", state.ending),
+            ("toolcall_guard.upstream", log.upstream),
+        ):
+            if value is not None:
+                found[key] = value
+        if state.outcome is not None:
+            for finding in state.outcome.findings:
+                _repair(span, finding.as_dict())
+        for extra in state.extra_findings:
+            _repair(span, extra)
         error = log.error or (str(log.status) if log.status and log.status >= 400 else None)
         if error is not None:
             found["error.type"] = span.error = error
-        span.attributes.update((k, v) for k, v in found.items() if v is not None)
-        self.tracing.emit(span)
+        if found["http.response.status_code"] is None:
+            del found["http.response.status_code"]
+        self._ended(span)
+        self.tracing.emit(self.ended)
+
+    def _ended(self, span: Pending) -> None:
+        span.end = time_ns()
+        if span.sampled:
+            self.ended.append(span)
 
     def _end_client(self, state: RequestState, *, final: bool) -> None:
         if self.current is None:
@@ -164,51 +170,67 @@ class RequestTrace:
         self.current = None
         attempt = state.attempts[index] if index is not None else None
         status = attempt.status if attempt is not None else state.log.status if final else None
-        found: dict[str, Any] = {"http.response.status_code": status}
+        found = span.attributes
+        if status is not None:
+            found["http.response.status_code"] = status
         reader = self.reader if final else None
         if reader is not None:
             reader.close()
-            found |= self._answer(state, reader)
-        span.error = found["error.type"] = _attempt_error(state, attempt, status)
-        span.attributes.update((k, v) for k, v in found.items() if v is not None)
-        self.tracing.emit(span)
-        if self.tracing.meters is None or "gen_ai.operation.name" not in self.attrs:
+            found.update(self._answer(state, reader))
+        error = _attempt_error(state, attempt, status)
+        if error is not None:
+            span.error = found["error.type"] = error
+        self._ended(span)
+        histograms = self.tracing.histograms
+        if histograms is None or not self.generative:
             return
-        kept = _metric(self.attrs | found)
-        self.tracing.duration.record(perf_counter() - started, kept)
-        if reader is None:
-            return
-        for kind, count in (("input", reader.input_tokens), ("output", reader.output_tokens)):
-            if count is not None:
-                self.tracing.tokens.record(count, kept | {"gen_ai.token.type": kind})
+        kept = {k: found[k] for k in _METRIC_KEYS if k in found}
+        tokens = (reader.input_tokens, reader.output_tokens) if reader else (None, None)
+        histograms.request(perf_counter() - started, kept, *tokens)
 
     def _answer(self, state: RequestState, reader: AnswerReader) -> dict[str, Any]:
-        """What the answer said of itself (None: it did not say)."""
-        output = None
-        if reader.output is not None and self.tracing.content:
-            output = _text(state, reader.output)
-        return {
-            "gen_ai.response.model": reader.response_model,
-            "gen_ai.response.id": reader.response_id,
-            "gen_ai.response.finish_reasons": tuple(reader.finish_reasons) or None,
-            "gen_ai.usage.input_tokens": reader.input_tokens,
-            "gen_ai.usage.output_tokens": reader.output_tokens,
-            "gen_ai.output.messages": output,
-        }
+        """What the answer said of itself (what it did not say is left out)."""
+        found: dict[str, Any] = {}
+        for key, value in (
+            ("gen_ai.response.model", reader.response_model),
+            ("gen_ai.response.id", reader.response_id),
+            ("gen_ai.usage.input_tokens", reader.input_tokens),
+            ("gen_ai.usage.output_tokens", reader.output_tokens),
+        ):
+            if value is not None:
+                found[key] = value
+        if reader.finish_reasons:
+            found["gen_ai.response.finish_reasons"] = tuple(reader.finish_reasons)
+        wire = WIRES.get(state.api) if state.api is not None else None
+        if reader.answer is not None and wire is not None and self.tracing.content:
+            converter = CONVERTERS.get(wire.name)
+            if converter is not None:
+                output = converter.output(reader.answer)
+                found["gen_ai.output.messages"] = _text(state, output)
+        return found
 
 
 #: Attributes the metrics keep (the conventions' low-cardinality ones).
-_METRIC_KEYS = frozenset(
-    {
-        "gen_ai.operation.name",
-        "gen_ai.provider.name",
-        "gen_ai.request.model",
-        "gen_ai.response.model",
-        "server.address",
-        "server.port",
-        "error.type",
-    }
+_METRIC_KEYS = (
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "server.address",
+    "server.port",
+    "error.type",
 )
+
+
+def _repair(span: Pending, finding: dict[str, Any]) -> None:
+    span.event(
+        "toolcall_guard.repair",
+        {
+            "toolcall_guard.rule": finding.get("rule", ""),
+            "toolcall_guard.path": finding.get("path", ""),
+            "toolcall_guard.action": finding.get("action", ""),
+        },
+    )
 
 
 def _continued(headers: RawHeaders, span: Pending) -> RawHeaders:
@@ -216,8 +238,8 @@ def _continued(headers: RawHeaders, span: Pending) -> RawHeaders:
     ``traceparent``/``tracestate`` replaced, not sent twice)."""
     sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
     sent.append((b"traceparent", span.traceparent().encode()))
-    if span.context.trace_state:
-        sent.append((b"tracestate", span.context.trace_state.to_header().encode("latin-1")))
+    if span.trace_state:
+        sent.append((b"tracestate", span.trace_state.to_header().encode("latin-1")))
     return sent
 
 
@@ -232,8 +254,21 @@ def _attempt_error(state: RequestState, attempt: Attempt | None, status: int | N
     return None
 
 
-def _metric(attrs: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in attrs.items() if k in _METRIC_KEYS and v is not None}
+def _content(state: RequestState, wire: Wire, body: Any) -> dict[str, str]:
+    """The request's content in the conventions' schema (:mod:`proxy.telemetry.content`)."""
+    converter = CONVERTERS.get(wire.name)
+    if converter is None or type(body) is not dict:
+        return {}
+    where = wire.location(body)
+    holder = found_at(body, where[:-1]) if len(where) > 1 else body
+    holder = holder if type(holder) is dict else {}
+    items = holder.get(where[-1])
+    items = [items] if type(items) is str else wire.items(body)  # Responses' string input
+    found = {"gen_ai.input.messages": _text(state, converter.input(items))}
+    system = [holder[k] for k in wire.system_keys if k in holder]
+    if system:
+        found["gen_ai.system_instructions"] = _text(state, system_parts(system))
+    return found
 
 
 def _text(state: RequestState, value: Any) -> str:

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
@@ -165,6 +165,26 @@ class Scripted:
         await send({"type": "http.response.body", "body": b""})
 
 
+class Kept(MetricExporter):
+    """A metric exporter keeping what it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.exported: list[MetricsData] = []
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        self.exported.append(metrics_data)
+        return MetricExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        return
+
+
 @dataclass
 class Traced:
     """A running traced proxy, its exporter, its metric reader, its upstream."""
@@ -172,7 +192,6 @@ class Traced:
     url: str
     http: httpx.Client
     spans: InMemorySpanExporter
-    metrics: InMemoryMetricReader
     tracing: Tracing
     upstream: Scripted
 
@@ -227,10 +246,10 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Traced]]:
             settings = load_settings(
                 upstreams=upstreams, repair_log=repair_log, routing=routing, **overrides
             )
-            spans, metrics = InMemorySpanExporter(), InMemoryMetricReader()
-            tracing = Tracing(settings, spans, metrics if metered else None, environ or {})
+            spans = InMemorySpanExporter()
+            tracing = Tracing(settings, spans, Kept() if metered else None, environ or {})
             app = create_app(settings, tracing=tracing)
             proxy = stack.enter_context(running(app))
-            return Traced(proxy, http, spans, metrics, tracing, scripted)
+            return Traced(proxy, http, spans, tracing, scripted)
 
         yield start

@@ -4,8 +4,12 @@ switch."""
 
 from __future__ import annotations
 
+import itertools
+
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy.core.policy import DIALECTS
 from proxy.core.wire import WIRES
@@ -52,7 +56,7 @@ def test_code_assist_wraps_the_answer_in_response() -> None:
     reader.close()
 
     assert (reader.response_id, reader.input_tokens, reader.output_tokens) == ("ca-1", 5, 1)
-    assert reader.output == [{"role": "model", "parts": [{"text": "ok"}]}]
+    assert reader.answer == wrapped  # kept whole: the content converter unwraps it
 
 
 def test_a_json_answer_too_large_is_not_read() -> None:
@@ -97,3 +101,24 @@ def test_content_needs_the_switch_and_full_capture() -> None:
     assert not content_captured("full", {})
     assert not content_captured("redacted", on)
     assert not content_captured("none", on)
+
+
+CHAT_STREAM = _sse(
+    *[{"id": "c-1", "model": "m", "choices": [{"delta": {"content": "tok "}}]} for _ in range(6)],
+    {"id": "c-1", "model": "m", "choices": [{"delta": {}, "finish_reason": "stop"}]},
+    {"id": "c-1", "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 6}},
+) + b"data: [DONE]\n\n"  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, len(CHAT_STREAM) - 1), max_size=12))
+def test_a_chat_stream_reads_the_same_however_it_is_cut(cuts: list[int]) -> None:
+    """The chunks skipped whole (no mark in them) never hide a mark cut across two."""
+    reader = AnswerReader(sse=True)
+    edges = [0, *sorted(set(cuts)), len(CHAT_STREAM)]
+    for start, end in itertools.pairwise(edges):
+        reader.feed(CHAT_STREAM[start:end])
+    reader.close()
+
+    assert (reader.response_id, reader.response_model) == ("c-1", "m")
+    assert (reader.input_tokens, reader.output_tokens, reader.finish_reasons) == (12, 6, ["stop"])

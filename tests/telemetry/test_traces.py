@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
@@ -194,9 +195,38 @@ def test_content_only_when_opted_in_and_captured_in_full(traced: Start) -> None:
         (client,) = kinds(proxy.trace(2), SpanKind.CLIENT)
         found = attrs(client)
         assert ("gen_ai.input.messages" in found) is shown, capture
-        if shown:
-            assert "Read a.txt" in found["gen_ai.input.messages"]
-            assert "Done." in found["gen_ai.output.messages"]
+        if shown:  # in the conventions' schema (tests/telemetry/test_content.py)
+            assert orjson.loads(found["gen_ai.input.messages"]) == [
+                {"role": "user", "parts": [{"type": "text", "content": "Read a.txt"}]}
+            ]
+            assert orjson.loads(found["gen_ai.output.messages"]) == [
+                {
+                    "role": "assistant",
+                    "parts": [{"type": "text", "content": "Done."}],
+                    "finish_reason": "stop",
+                }
+            ]
+
+
+def test_messages_content_has_its_system_instructions(traced: Start) -> None:
+    switch = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    proxy = traced(environ=switch)
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "system": "Be brief.",
+        "messages": [USER],
+    }
+
+    assert proxy.post("/v1/messages", body).status_code == 200
+
+    (client,) = kinds(proxy.trace(2), SpanKind.CLIENT)
+    found = attrs(client)
+    assert orjson.loads(found["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": "Be brief."}
+    ]
+    output = orjson.loads(found["gen_ai.output.messages"])
+    assert output[0]["finish_reason"] == "stop"  # end_turn, in the conventions' words
 
 
 def test_a_key_the_client_sent_is_scrubbed_from_content(traced: Start) -> None:
@@ -222,7 +252,8 @@ def test_metrics_in_the_conventions(traced: Start) -> None:
     )
     proxy.trace(2)
 
-    data = proxy.metrics.get_metrics_data()
+    assert proxy.tracing.histograms is not None
+    data = proxy.tracing.histograms.collect()
     assert data is not None
     metrics = {
         m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
@@ -270,3 +301,22 @@ def test_gemini_native_is_generate_content_with_its_usage_metadata(traced: Start
     usage = response.json()["usageMetadata"]
     assert found["gen_ai.usage.input_tokens"] == usage["promptTokenCount"]
     assert found["gen_ai.usage.output_tokens"] == usage["candidatesTokenCount"]
+
+
+def test_a_gemini_stream_has_its_usage_read_as_it_passes(traced: Start) -> None:
+    proxy = traced()
+    body = {"contents": [{"role": "user", "parts": [{"text": "Read a.txt"}]}]}
+    path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+
+    response = proxy.post(path, body)
+
+    assert response.status_code == 200, response.text
+    events = [
+        orjson.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")
+    ]
+    usage = next(e["usageMetadata"] for e in reversed(events) if "usageMetadata" in e)
+    (client,) = kinds(proxy.trace(2), SpanKind.CLIENT)
+    found = attrs(client)
+    assert found["gen_ai.usage.input_tokens"] == usage["promptTokenCount"]
+    assert found["gen_ai.usage.output_tokens"] == usage["candidatesTokenCount"]
+    assert found["gen_ai.response.finish_reasons"]

@@ -1,0 +1,83 @@
+"""The fenced GenAI histograms (:mod:`proxy.telemetry.histograms`) against their plain twin,
+the metrics SDK: the same measurements recorded into both give the same points (count, sum,
+buckets, min, max, attributes), and they reach the exporter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricsData
+from opentelemetry.sdk.resources import Resource
+
+from proxy.telemetry.histograms import METRICS, Exporting, Histograms
+from proxy.telemetry.record import SCOPE
+from tests.telemetry.conftest import Kept
+
+RESOURCE = Resource.create({"service.name": "toolcall-guard"})
+attributes = st.fixed_dictionaries(
+    {"gen_ai.operation.name": st.just("chat"), "gen_ai.request.model": st.sampled_from("ab")},
+    optional={"error.type": st.just("500")},
+)
+tokens = st.none() | st.integers(0, 1 << 27)
+requests = st.lists(
+    st.tuples(st.floats(0, 100, allow_nan=False), attributes, tokens, tokens), max_size=30
+)
+
+
+def points(data: MetricsData | None) -> dict[tuple[str, Any], tuple[Any, ...]]:
+    found = {}
+    for resource in data.resource_metrics if data else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for p in metric.data.data_points:
+                    key = (metric.name, frozenset((p.attributes or {}).items()))
+                    bounds = tuple(p.explicit_bounds)
+                    found[key] = (p.count, p.sum, tuple(p.bucket_counts), bounds, p.min, p.max)
+    return found
+
+
+def sdk_twin(recorded: list[Any]) -> MetricsData | None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider([reader], RESOURCE, exemplar_filter=AlwaysOffExemplarFilter())
+    meter = provider.get_meter(SCOPE.name)
+    duration, usage = (
+        meter.create_histogram(n, unit=u, description=d, explicit_bucket_boundaries_advisory=b)
+        for n, u, d, b in METRICS
+    )
+    for seconds, attrs, input_tokens, output_tokens in recorded:
+        duration.record(seconds, attrs)
+        for kind, count in (("input", input_tokens), ("output", output_tokens)):
+            if count is not None:
+                usage.record(count, {**attrs, "gen_ai.token.type": kind})
+    return reader.get_metrics_data()
+
+
+@settings(max_examples=200, deadline=None)
+@given(requests)
+def test_the_histograms_hold_what_the_sdk_would(recorded: list[Any]) -> None:
+    ours = Histograms(RESOURCE, SCOPE)
+    for request in recorded:
+        ours.request(*request)
+
+    assert points(ours.collect()) == points(sdk_twin(recorded))
+
+
+def test_the_points_reach_the_exporter_at_shutdown() -> None:
+    histograms, kept = Histograms(RESOURCE, SCOPE), Kept()
+    exporting = Exporting(histograms, kept)
+    histograms.request(0.05, {"gen_ai.operation.name": "chat"}, 11, 3)
+
+    exporting.shutdown()
+
+    (data,) = kept.exported
+    metric = data.resource_metrics[0].scope_metrics[0].metrics[0]
+    assert metric.name == "gen_ai.client.operation.duration"
+    assert metric.unit == "s"
+    assert points(data) == points(sdk_twin([(0.05, {"gen_ai.operation.name": "chat"}, 11, 3)]))
