@@ -37,7 +37,7 @@ def test_without_every_chat_scenario_there_is_no_mean() -> None:
 
 
 def test_every_clean_json_scenario_is_held_to_one_and_a_half_floor_plus_parse() -> None:
-    from bench.report import parse_rows
+    from bench.cost import parse_rows
 
     rows = parse_rows(Figures(_rows()))
     # small · json and history · json at c10 (streamed and broken scenarios are not held to it)
@@ -52,7 +52,7 @@ def test_every_clean_json_scenario_is_held_to_one_and_a_half_floor_plus_parse() 
 
 
 def test_the_sessions_ratio_is_a_target_when_measured() -> None:
-    from bench.report import sessions_rows
+    from bench.cost import sessions_rows
 
     assert sessions_rows({}) == []
     (row,) = sessions_rows({"ratio": 1.6, "turns": 30})
@@ -60,7 +60,7 @@ def test_the_sessions_ratio_is_a_target_when_measured() -> None:
 
 
 def test_the_growth_run_is_a_target_when_measured() -> None:
-    from bench.report import growth_rows
+    from bench.cost import growth_rows
 
     assert growth_rows({}) == []
     figures = {"ratio": 1.4, "turns": 60, "log_ratio": 0.96, "last_record_complete": True}

@@ -22,6 +22,10 @@ from proxy.core.forward import found_at
 from proxy.core.gemini.items import Contents, history_location
 from proxy.core.gemini.paths import parse_native, split_native
 from proxy.core.gemini.vocabulary import GEMINI_KEYS
+from proxy.core.genai import Converter
+from proxy.core.genai import anthropic as genai_anthropic
+from proxy.core.genai import google as genai_google
+from proxy.core.genai import openai as genai_openai
 from proxy.core.messages.items import Messages
 from proxy.core.policy import Outcome, Policy, sanitize
 from proxy.core.responses.items import Items as ResponseItems
@@ -90,6 +94,8 @@ class Wire:
     view: Callable[[Any], ItemView] = chat_view
     #: What the viewer calls the items (``messages``, ``items``, ``contents``).
     noun: str = "messages"
+    #: Its content in the GenAI conventions, for traces (None: no content captured).
+    genai: Converter | None = None
     #: Where a body keeps its history when not at :attr:`history_key` (Code Assist nests it
     #: under ``request``): the keys leading to the list.
     locate: Callable[[Any], tuple[str, ...]] | None = None
@@ -167,6 +173,7 @@ CHAT = Wire(
     recognises=recognise.is_chat,
     id_keys=("id", "tool_call_id"),
     skeleton_keys=("tool_calls", "function", "function_call"),
+    genai=genai_openai.CHAT,
 )
 
 RESPONSES = Wire(
@@ -179,6 +186,7 @@ RESPONSES = Wire(
     kind=_type_or_role,
     recognises=recognise.is_responses,
     id_keys=("id", "call_id", "approval_request_id"),
+    genai=genai_openai.RESPONSES,
 )
 
 MESSAGES = Wire(
@@ -194,6 +202,7 @@ MESSAGES = Wire(
     subpaths=True,
     id_keys=("id", "tool_use_id"),
     skeleton_keys=("content",),
+    genai=genai_anthropic.MESSAGES,
 )
 
 
@@ -223,6 +232,7 @@ GEMINI = Wire(
     vocabulary=GEMINI_KEYS,
     stream_error=b'data: {"error"',
     operation="generate_content",
+    genai=genai_google.GEMINI,
 )
 
 #: Every wire API by name, in the order ``check`` falls back on when no row recognises a body.

@@ -16,7 +16,8 @@ attempt, in the GenAI semantic conventions (attribute names in :mod:`proxy.telem
   repair log's key (:func:`proxy.repairlog.conversation.conversation_key`), always.
 - Content (``gen_ai.input.messages``, ``gen_ai.system_instructions``,
   ``gen_ai.output.messages`` of a JSON answer) only when :attr:`Tracing.content`, in the
-  conventions' schema (:mod:`proxy.telemetry.content`), with the request's keys scrubbed.
+  conventions' schema (the row's :attr:`~proxy.core.wire.Wire.genai`), with the request's keys
+  scrubbed.
 
 The request's spans go to the batch processor together when it ends
 (:class:`~proxy.telemetry.record.Finished`); its metrics to
@@ -38,7 +39,6 @@ from proxy.core.wire import WIRES, Wire
 from proxy.relay.base import RawHeaders, UpstreamResponse
 from proxy.repairlog.conversation import conversation_key
 from proxy.telemetry.answer import AnswerReader
-from proxy.telemetry.content import CONVERTERS, system_parts
 from proxy.telemetry.names import client_conversation
 from proxy.telemetry.record import CLIENT, Finished, Pending, root
 
@@ -203,7 +203,7 @@ class RequestTrace:
             found["gen_ai.response.finish_reasons"] = tuple(reader.finish_reasons)
         wire = WIRES.get(state.api) if state.api is not None else None
         if reader.answer is not None and wire is not None and self.tracing.content:
-            converter = CONVERTERS.get(wire.name)
+            converter = wire.genai
             if converter is not None:
                 output = converter.output(reader.answer)
                 found["gen_ai.output.messages"] = _text(state, output)
@@ -255,8 +255,9 @@ def _attempt_error(state: RequestState, attempt: Attempt | None, status: int | N
 
 
 def _content(state: RequestState, wire: Wire, body: Any) -> dict[str, str]:
-    """The request's content in the conventions' schema (:mod:`proxy.telemetry.content`)."""
-    converter = CONVERTERS.get(wire.name)
+    """The request's content in the conventions' schema (the row's
+    :attr:`~proxy.core.wire.Wire.genai`)."""
+    converter = wire.genai
     if converter is None or type(body) is not dict:
         return {}
     where = wire.location(body)
@@ -267,7 +268,8 @@ def _content(state: RequestState, wire: Wire, body: Any) -> dict[str, str]:
     found = {"gen_ai.input.messages": _text(state, converter.input(items))}
     system = [holder[k] for k in wire.system_keys if k in holder]
     if system:
-        found["gen_ai.system_instructions"] = _text(state, system_parts(system))
+        parts = [part for value in system for part in converter.system(value)]
+        found["gen_ai.system_instructions"] = _text(state, parts)
     return found
 
 

@@ -13,7 +13,7 @@ import jsonschema
 import orjson
 import pytest
 
-from proxy.telemetry.content import CONVERTERS, system_parts
+from proxy.core.wire import CHAT, GEMINI, MESSAGES, RESPONSES, WIRES
 
 _PART = {
     "type": "object",
@@ -203,7 +203,8 @@ CASES: dict[str, Any] = {
 @pytest.mark.parametrize("api", list(CASES))
 def test_each_apis_content_follows_the_conventions_schema(api: str) -> None:
     history, expected_input, answer, expected_output = CASES[api]
-    converter = CONVERTERS[api]
+    converter = WIRES[api].genai
+    assert converter is not None
 
     found_input = orjson.loads(orjson.dumps(converter.input(history)))
     found_output = orjson.loads(orjson.dumps(converter.output(answer)))
@@ -216,12 +217,20 @@ def test_each_apis_content_follows_the_conventions_schema(api: str) -> None:
 
 def test_system_instructions_are_parts_whatever_the_api_wrote() -> None:
     values = [
-        "Be brief.",  # chat/Responses instructions, a Messages string
-        [{"type": "text", "text": "Use tools."}],  # Messages blocks
-        {"parts": [{"text": "Answer in French."}]},  # Gemini's systemInstruction
+        (RESPONSES, "Be brief."),  # Responses' instructions
+        (CHAT, "Be brief."),
+        (MESSAGES, "Be brief."),  # a Messages string
+        (MESSAGES, [{"type": "text", "text": "Use tools."}]),  # Messages blocks
+        (GEMINI, {"parts": [{"text": "Answer in French."}]}),  # Gemini's systemInstruction
     ]
 
-    parts = system_parts(values)
+    parts = [p for wire, value in values if wire.genai for p in wire.genai.system(value)]
 
     jsonschema.validate(parts, SYSTEM)
-    assert [p["content"] for p in parts] == ["Be brief.", "Use tools.", "Answer in French."]
+    assert [p["content"] for p in parts] == [
+        "Be brief.",
+        "Be brief.",
+        "Be brief.",
+        "Use tools.",
+        "Answer in French.",
+    ]
