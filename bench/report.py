@@ -8,17 +8,12 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from bench.phases import BROKEN, CHAT_BODIES, SCENARIOS, Scenario
+from bench.phases import CHAT_BODIES, SCENARIOS, Scenario
 
 #: Issue 17's "Done when": mean added p50 (c1) ≤ 1.3x the floor's, geometric-mean req/s at c10
 #: ≥ 0.75x the floor's, over the four chat scenarios.
 LATENCY_GOAL = 1.3
 THROUGHPUT_GOAL = 0.75
-#: Issue 34's "Done when": CPU µs per request within 1.5x "floor + parse" on every clean
-#: scenario (the limit of any proxy that must read the body once), and a conversation broken
-#: at its start costing at most 1.5x a clean one in CPU time.
-PARSE_GOAL = 1.5
-BROKEN_GOAL = 1.5
 
 PROXIES = ("floor", "guard")
 NAMES = {
@@ -113,7 +108,7 @@ def _goal_rows(fig: Figures) -> list[tuple[str, ...]]:
                 _ms(g, True),
                 _ms(f, True),
                 goal,
-                _verdict(g <= LATENCY_GOAL * f),
+                verdict(g <= LATENCY_GOAL * f),
             )
         )
     for kind, stream in CHAT_BODIES:
@@ -121,7 +116,7 @@ def _goal_rows(fig: Figures) -> list[tuple[str, ...]]:
         g, f = fig.get(name, "guard", "rps"), fig.get(name, "floor", "rps")
         goal = f"≥ {THROUGHPUT_GOAL} x floor = {THROUGHPUT_GOAL * f:.0f}"
         out.append(
-            (f"req/s, {name}", f"{g:.0f}", f"{f:.0f}", goal, _verdict(g >= THROUGHPUT_GOAL * f))
+            (f"req/s, {name}", f"{g:.0f}", f"{f:.0f}", goal, verdict(g >= THROUGHPUT_GOAL * f))
         )
     lat, rps = aggregates(fig)
     out.append(
@@ -130,7 +125,7 @@ def _goal_rows(fig: Figures) -> list[tuple[str, ...]]:
             f"{lat[0]:+.2f} ({lat[0] / lat[1]:.2f} x)",
             f"{lat[1]:+.2f}",
             f"≤ {LATENCY_GOAL} x floor",
-            _verdict(lat[0] <= LATENCY_GOAL * lat[1]),
+            verdict(lat[0] <= LATENCY_GOAL * lat[1]),
         )
     )
     out.append(
@@ -139,7 +134,7 @@ def _goal_rows(fig: Figures) -> list[tuple[str, ...]]:
             f"{rps[0]:.0f} ({rps[0] / rps[1]:.2f} x)",
             f"{rps[1]:.0f}",
             f"≥ {THROUGHPUT_GOAL} x floor",
-            _verdict(rps[0] >= THROUGHPUT_GOAL * rps[1]),
+            verdict(rps[0] >= THROUGHPUT_GOAL * rps[1]),
         )
     )
     return out
@@ -162,65 +157,6 @@ def geomean(values: Iterable[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def parse_rows(fig: Figures) -> list[tuple[str, ...]]:
-    """CPU µs per request of toolcall-guard against "floor + parse" at c10, per clean scenario
-    measured (JSON answers: the streamed ones add the same relay to both)."""
-    out: list[tuple[str, ...]] = []
-    for scenario in SCENARIOS:
-        if scenario.concurrency != 10 or scenario.stream or scenario in BROKEN:
-            continue
-        g, p = (fig.get(scenario.name, t, "cpu_us") for t in ("guard", "parse"))
-        if math.isnan(g) or math.isnan(p):
-            continue
-        goal = f"≤ {PARSE_GOAL} x floor + parse = {PARSE_GOAL * p:.0f}"
-        ratio = f"{g:.0f} ({g / p:.2f} x)"
-        name = f"CPU µs/req, {scenario.name}"
-        out.append((name, ratio, f"{p:.0f} (floor + parse)", goal, _verdict(g <= PARSE_GOAL * p)))
-    return out
-
-
-def sessions_rows(figures: dict[str, Any]) -> list[tuple[str, ...]]:
-    """Broken ÷ clean CPU time of the agent sessions (bench/sessions.py), when measured."""
-    if not figures:
-        return []
-    ratio = figures["ratio"]
-    return [
-        (
-            f"CPU broken ÷ clean, agent sessions ({figures['turns']} turns)",
-            f"{ratio:.2f}",
-            "-",
-            f"≤ {BROKEN_GOAL}",
-            _verdict(ratio <= BROKEN_GOAL),
-        )
-    ]
-
-
-def growth_rows(figures: dict[str, dict[str, Any]]) -> list[tuple[str, ...]]:
-    """The 60-turn conversation through ``serve`` (bench/growth.py): broken ÷ clean CPU time,
-    the log against the final body, the last record complete; of the tree measured (the first)."""
-    if not figures:
-        return []
-    found = next(iter(figures.values()))
-    turns, ratio, log = found["turns"], found["ratio"], found["log_ratio"]
-    return [
-        (
-            f"CPU broken ÷ clean, one {turns}-turn conversation through serve",
-            f"{ratio:.2f}",
-            "-",
-            f"≤ {BROKEN_GOAL}",
-            _verdict(ratio <= BROKEN_GOAL),
-        ),
-        (
-            f"repair log ÷ final body, that conversation (last record complete: "
-            f"{found['last_record_complete']})",
-            f"{log:.2f}",
-            "-",
-            "≤ 3, complete",
-            _verdict(log <= 3 and bool(found["last_record_complete"])),
-        ),
-    ]
-
-
 def check_rows(
     fig: Figures,
     pacing: Pacing,
@@ -230,8 +166,6 @@ def check_rows(
     if "guard" not in fig.targets:
         return []
     out = _goal_rows(fig)
-    if "parse" in fig.targets:
-        out += parse_rows(fig)
     for kind in ("small", "history"):
         direct = pacing.ttfc(kind, "direct")
         g, f = pacing.ttfc(kind, "guard") - direct, pacing.ttfc(kind, "floor") - direct
@@ -241,7 +175,7 @@ def check_rows(
                 _ms(g, True),
                 _ms(f, True),
                 "≤ 1 ms",
-                _verdict(g <= 1.0),
+                verdict(g <= 1.0),
             )
         )
     for kind in ("small", "history"):
@@ -260,7 +194,7 @@ def _pacing_row(pacing: Pacing, kind: str) -> tuple[str, ...]:
         f"{med['guard']:.2f}, {dev['guard']:.2f}",
         f"{med['floor']:.2f}, {dev['floor']:.2f}",
         f"p50 within 2 of {pacing.pace:g}; p99 dev ≤ direct's ({dev['direct']:.2f}) + 2",
-        _verdict(ok),
+        verdict(ok),
     )
 
 
@@ -278,11 +212,11 @@ def _leak_row(leaks: dict[str, Any]) -> tuple[str, ...]:
         guard,
         floor,
         "± 10 %",
-        _verdict(abs(delta) <= 10),
+        verdict(abs(delta) <= 10),
     )
 
 
-def _verdict(ok: bool) -> str:
+def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 

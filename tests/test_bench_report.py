@@ -51,12 +51,12 @@ def test_every_clean_json_scenario_is_held_to_one_and_a_half_floor_plus_parse() 
     assert {r[4] for r in parse_rows(Figures(passing))} == {"PASS"}
 
 
-def test_the_sessions_ratio_is_a_target_when_measured() -> None:
+def test_the_sessions_ratio_is_reported_when_measured() -> None:
     from bench.cost import sessions_rows
 
     assert sessions_rows({}) == []
     (row,) = sessions_rows({"ratio": 1.6, "turns": 30})
-    assert row[1:] == ("1.60", "-", "≤ 1.5", "FAIL")
+    assert row[1:] == ("1.60", "-", "", "")  # reported; the goal is the growth run's
 
 
 def test_the_growth_run_is_a_target_when_measured() -> None:
