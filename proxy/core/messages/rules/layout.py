@@ -28,8 +28,10 @@ def messages_split_tool_results(history: Messages, params: Params) -> list[Hit]:
     """
     if facts(params).merges_same_role:
         return []
-    hits = []
     index = index_of(history)
+    if fast.FAST and index.alternates():
+        return []  # no two user messages in a row
+    hits = []
     roles, start = index.roles, 0
     for i in range(1, len(roles)):
         if roles[i] != "user" or roles[i - 1] != "user":
