@@ -16,7 +16,7 @@ suite compares them with the rules run without them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import compress
@@ -147,6 +147,27 @@ def walk(messages: list[Any]) -> Index:
     string and its ``input`` an object (else *odd*: what ``messages_tool_use_shape`` looks
     for); a result when its id is a string; a block is marked when it or a block inside its
     ``content`` has ``cache_control``."""
+    try:
+        return _walk(messages)
+    except TypeError:  # a block whose type cannot be a key (an object, a list): say which
+        for i, j, block in _blocks_of(messages):
+            if type(block.get("type")) in (dict, list):
+                raise _block_error(i, j, ".type", "Field required (a string)") from None
+        raise
+
+
+def _blocks_of(messages: list[Any]) -> Iterator[tuple[int, int, Block]]:
+    """``(i, j, block)`` of every object block of every message (of a history walked up to a
+    block it could not index)."""
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        for j, block in enumerate(content if type(content) is list else ()):
+            if type(block) is dict:
+                yield i, j, block
+
+
+def _walk(messages: list[Any]) -> Index:
+    """:func:`walk`, for a history whose block types are all keys."""
     roles: list[Any] = []
     by_type: dict[str, list[Located]] = {}
     empty: list[int] = []
