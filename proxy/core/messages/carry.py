@@ -30,6 +30,11 @@ def carry(old: Index, messages: list[Any], runs: list[tuple[int, int, int]]) -> 
     pieces = len(runs) * (len(old.by_type) + 4)
     if 2 * pieces > len(messages):
         return walk(messages)
+    return moved(old, messages, runs)
+
+
+def moved(old: Index, messages: list[Any], runs: list[tuple[int, int, int]]) -> Index:
+    """:func:`carry` by moving the runs' entries, whatever their number."""
     parts = _Parts()
     at = 0
     for start, end, new in [*sorted(runs, key=lambda run: run[2]), (0, 0, len(messages))]:
