@@ -137,10 +137,14 @@ def messages_thinking_on_tool_turns(history: Messages, params: Params) -> list[H
     if not (params.get("thinks") or _thinks(history, params)):
         return []
     index = index_of(history)
-    if fast.FAST and index.holders("tool_use") <= index.holders("thinking"):
-        return []  # every message with a call thinks, so every turn with one does
+    merges = facts(params).merges_same_role  # Kimi merges, DeepSeek not
+    if fast.FAST and (not merges or index.alternates()):  # a turn per message
+        unthinking = index.holders("tool_use") - index.holders("thinking")
+        detail = "tool_use message without thinking in thinking mode"
+        roles = index.roles
+        return [Hit(i, ".content", detail) for i in sorted(unthinking) if roles[i] == "assistant"]
     hits = []
-    for turn in turns(history, facts(params).merges_same_role):  # Kimi merges, DeepSeek not
+    for turn in turns(history, merges):
         members = turn.members
         if (
             turn.role == "assistant"
