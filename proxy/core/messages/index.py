@@ -48,7 +48,8 @@ class Index:
     blank: list[tuple[int, int]]  # empty or whitespace-only text blocks
     marked: list[tuple[int, int, int]]  # blocks with cache_control: (i, j, breakpoints)
     odd_calls: list[Located]  # tool_use and server_tool_use blocks without a name or input
-    #: What :meth:`holders`, :meth:`values`, :meth:`role_set`… found (made when asked).
+    #: What :meth:`holders`, :meth:`values`, :meth:`role_set`… found (made when asked; keyed
+    #: by the method's name, and its arguments where it takes some).
     _found: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def of(self, kind: str) -> list[Located]:
@@ -68,25 +69,25 @@ class Index:
 
     def holders(self, kind: str) -> frozenset[int]:
         """The positions of the messages holding a block of type ``kind`` (made when asked)."""
-        found = self._found.get(kind)
+        found = self._found.get(("holders", kind))
         if found is None:
-            found = self._found[kind] = frozenset(map(_POSITION, self.of(kind)))
+            found = self._found[("holders", kind)] = frozenset(map(_POSITION, self.of(kind)))
         return found
 
     def values(self, kind: str, key: str) -> list[Any]:
         """``block[key]`` of every block of type ``kind``, in order (a key the walk checked on
         every such block: the ids), made once for the rules that read them (ids, pairing)."""
-        found = self._found.get((kind, key))
+        found = self._found.get(("values", kind, key))
         if found is None:
             blocks = map(_BLOCK, self.of(kind))
-            found = self._found[(kind, key)] = list(map(itemgetter(key), blocks))
+            found = self._found[("values", kind, key)] = list(map(itemgetter(key), blocks))
         return found
 
     def role_set(self) -> frozenset[Any]:
         """The roles the messages have (made once: two rules ask whether one is there)."""
-        found = self._found.get("roles")
+        found = self._found.get("role_set")
         if found is None:
-            found = self._found["roles"] = frozenset(self.roles)
+            found = self._found["role_set"] = frozenset(self.roles)
         return found
 
     def alternates(self) -> bool:
