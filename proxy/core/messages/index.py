@@ -16,9 +16,11 @@ suite compares them with the rules run without them.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import eq, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from proxy.errors import MalformedHistory
@@ -33,6 +35,7 @@ FAST = True
 #: (message position, block position, the block)
 Located = tuple[int, int, "Block"]
 _NO_BLOCKS: list[Located] = []
+_POSITION, _BLOCK = itemgetter(0), itemgetter(2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +47,10 @@ class Index:
     empty: list[int]  # messages without content: "", whitespace only, []
     blank: list[tuple[int, int]]  # empty or whitespace-only text blocks
     marked: list[tuple[int, int, int]]  # blocks with cache_control: (i, j, breakpoints)
-    #: :meth:`holders` made so far (a few rules on a few providers ask).
-    _holders: dict[str, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
+    odd_calls: list[Located]  # tool_use and server_tool_use blocks without a name or input
+    #: What :meth:`holders`, :meth:`values`, :meth:`role_set`… found (made when asked; keyed
+    #: by the method's name, and its arguments where it takes some).
+    _found: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def of(self, kind: str) -> list[Located]:
         """The blocks of type ``kind``, in order."""
@@ -64,9 +69,35 @@ class Index:
 
     def holders(self, kind: str) -> frozenset[int]:
         """The positions of the messages holding a block of type ``kind`` (made when asked)."""
-        found = self._holders.get(kind)
+        found = self._found.get(("holders", kind))
         if found is None:
-            found = self._holders[kind] = frozenset(i for i, _, _ in self.of(kind))
+            found = self._found[("holders", kind)] = frozenset(map(_POSITION, self.of(kind)))
+        return found
+
+    def values(self, kind: str, key: str) -> list[Any]:
+        """``block[key]`` of every block of type ``kind``, in order (a key the walk checked on
+        every such block: the ids), made once for the rules that read them (ids, pairing)."""
+        found = self._found.get(("values", kind, key))
+        if found is None:
+            blocks = map(_BLOCK, self.of(kind))
+            found = self._found[("values", kind, key)] = list(map(itemgetter(key), blocks))
+        return found
+
+    def role_set(self) -> frozenset[Any]:
+        """The roles the messages have (made once: two rules ask whether one is there)."""
+        found = self._found.get("role_set")
+        if found is None:
+            found = self._found["role_set"] = frozenset(self.roles)
+        return found
+
+    def alternates(self) -> bool:
+        """Whether no two neighbouring messages share a role other than ``system`` (then a
+        provider that merges such messages reads one turn per message, as one that does not)."""
+        found = self._found.get("alternates")
+        if found is None:
+            roles = self.roles
+            same = list(compress(roles[1:], map(eq, roles[1:], roles)))  # C-level loops
+            found = self._found["alternates"] = same.count("system") == len(same)
         return found
 
     def holds(self, i: int, kinds: AbstractSet[str]) -> bool:
@@ -87,6 +118,12 @@ class Index:
         return found
 
 
+def column(entries: Sequence[tuple[Any, ...]], k: int) -> list[Any]:
+    """``entry[k]`` of each entry (the message positions, block places or blocks of
+    :data:`Located` entries), in C."""
+    return list(map(itemgetter(k), entries))
+
+
 def index_of(history: Messages) -> Index:
     """The :class:`Index` of ``history`` (memoised on it)."""
     return history.memo("index", build)
@@ -102,61 +139,126 @@ def walk(messages: list[Any]) -> Index:
     needs (S1/S2: objects with a string ``role``; a string or list ``content`` of objects with
     a string ``type``; string ids on ``tool_use``, ``tool_result`` and ``server_tool_use``; a
     string ``text`` on text blocks), else :class:`~proxy.errors.MalformedHistory` naming the
-    place. One walk instead of a check and an index (issue 34)."""
+    place. One walk instead of a check and an index (issue 34).
+
+    The one Python-level loop over every block: its body is kept minimal (each key read
+    once, one test per usual block, no call; what is out of the ordinary is handled out of
+    the loop). A text is usual when it is a string with something besides whitespace; a call
+    (``tool_use``, ``server_tool_use``) when its id is a string, its ``name`` a non-empty
+    string and its ``input`` an object (else *odd*: what ``messages_tool_use_shape`` looks
+    for); a result when its id is a string; a block is marked when it or a block inside its
+    ``content`` has ``cache_control``."""
+    try:
+        return _walk(messages)
+    except TypeError:  # a block whose type cannot be a key (an object, a list): say which
+        for i, j, block in _blocks_of(messages):
+            if type(block.get("type")) in (dict, list):
+                raise _block_error(i, j, ".type", "Field required (a string)") from None
+        raise
+
+
+def _blocks_of(messages: list[Any]) -> Iterator[tuple[int, int, Block]]:
+    """``(i, j, block)`` of every object block of every message (of a history walked up to a
+    block it could not index)."""
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        for j, block in enumerate(content if type(content) is list else ()):
+            if type(block) is dict:
+                yield i, j, block
+
+
+def _walk(messages: list[Any]) -> Index:
+    """:func:`walk`, for a history whose block types are all keys."""
     roles: list[Any] = []
     by_type: dict[str, list[Located]] = {}
     empty: list[int] = []
     blank: list[tuple[int, int]] = []
     marked: list[tuple[int, int, int]] = []
+    odd: list[Located] = []
     for i, message in enumerate(messages):
-        if type(message) is not dict:
-            raise MalformedHistory(f"messages[{i}] must be an object.", f"messages[{i}]")
-        role = message.get("role")
-        if type(role) is not str:
-            where = f"messages[{i}].role"
-            raise MalformedHistory(f"{where}: Field required (a string).", where)
+        if type(message) is not dict or type(role := message.get("role")) is not str:
+            raise _message_error(i, message)
         roles.append(role)
         content = message.get("content")
-        if type(content) is not list:
-            if type(content) is not str:
-                raise _content_error(i, content)
-            if not content.strip():
-                empty.append(i)
+        if type(content) is not list or not content:
+            _unusual_content(i, content, empty)
             continue
-        if not content:
+        for j, block in enumerate(content):
+            kind = block.get("type") if type(block) is dict else None
+            if kind in by_type:
+                by_type[kind].append((i, j, block))
+            else:
+                _new_kind(i, j, block, by_type)
+            if kind == "text":
+                text = block.get("text")
+                if type(text) is not str or not text or text.isspace():
+                    _unusual_text(i, j, text, blank)
+            elif kind in _ID_KEYS and (
+                type(block.get(_ID_KEYS[kind])) is not str
+                or (
+                    kind != "tool_result"
+                    and (
+                        type(name := block.get("name")) is not str
+                        or not name
+                        or type(block.get("input")) is not dict
+                    )
+                )
+            ):
+                _unusual_tool(i, j, block, odd)
+            if "cache_control" in block or (
+                type(inner := block.get("content")) is list and _marked_inside(inner)
+            ):
+                _mark(i, j, block, marked)
+    return Index(roles, by_type, empty, blank, marked, odd)
+
+
+def _message_error(i: int, message: Any) -> MalformedHistory:
+    if type(message) is not dict:
+        return MalformedHistory(f"messages[{i}] must be an object.", f"messages[{i}]")
+    where = f"messages[{i}].role"
+    return MalformedHistory(f"{where}: Field required (a string).", where)
+
+
+def _unusual_content(i: int, content: Any, empty: list[int]) -> None:
+    """A string content (empty when blank), an empty list (empty), else the shape error."""
+    if type(content) is str:
+        if not content or content.isspace():  # as ``not content.strip()``, without a copy
             empty.append(i)
-        _walk_blocks(i, content, by_type, blank, marked)
-    return Index(roles, by_type, empty, blank, marked)
+    elif content == []:
+        empty.append(i)
+    else:
+        raise _content_error(i, content)
 
 
-def _walk_blocks(
-    i: int,
-    content: list[Any],
-    by_type: dict[str, list[Located]],
-    blank: list[tuple[int, int]],
-    marked: list[tuple[int, int, int]],
-) -> None:
-    """:func:`walk`'s pass over the blocks of message ``i``."""
-    for j, block in enumerate(content):
-        if type(block) is not dict:
-            raise _block_error(i, j, "", "must be an object")
-        kind = block.get("type")
-        if kind in by_type:
-            by_type[kind].append((i, j, block))
-        elif type(kind) is str:
-            by_type[kind] = [(i, j, block)]
-        else:
-            raise _block_error(i, j, ".type", "Field required (a string)")
-        if kind == "text":
-            text = block.get("text")
-            if type(text) is not str:
-                raise _block_error(i, j, ".text", "Field required (a string)")
-            if not text.strip():
-                blank.append((i, j))
-        elif kind in _ID_KEYS and type(block.get(_ID_KEYS[kind])) is not str:
-            raise _block_error(i, j, f".{_ID_KEYS[kind]}", "Field required (a string)")
-        if "cache_control" in block or type(block.get("content")) is list:
-            _mark(i, j, block, marked)
+def _marked_inside(inner: list[Any]) -> bool:
+    """Whether a block inside a result's ``content`` has ``cache_control``."""
+    for part in inner:  # noqa: SIM110 - any() over a generator costs a frame per result
+        if type(part) is dict and "cache_control" in part:
+            return True
+    return False
+
+
+def _new_kind(i: int, j: int, block: Any, by_type: dict[str, list[Located]]) -> None:
+    """The first block of its type (a string, on an object), else the shape error."""
+    if type(block) is not dict:
+        raise _block_error(i, j, "", "must be an object")
+    kind = block.get("type")
+    if type(kind) is not str:
+        raise _block_error(i, j, ".type", "Field required (a string)")
+    by_type[kind] = [(i, j, block)]
+
+
+def _unusual_text(i: int, j: int, text: Any, blank: list[tuple[int, int]]) -> None:
+    if type(text) is not str:
+        raise _block_error(i, j, ".text", "Field required (a string)")
+    blank.append((i, j))  # empty or whitespace only
+
+
+def _unusual_tool(i: int, j: int, block: Block, odd: list[Located]) -> None:
+    key = _ID_KEYS[block["type"]]
+    if type(block.get(key)) is not str:
+        raise _block_error(i, j, f".{key}", "Field required (a string)")
+    odd.append((i, j, block))  # a call without a name or an object input
 
 
 def _mark(i: int, j: int, block: Block, marked: list[tuple[int, int, int]]) -> None:
@@ -177,53 +279,6 @@ def _content_error(i: int, content: Any) -> MalformedHistory:
 def _block_error(i: int, j: int, key: str, problem: str) -> MalformedHistory:
     where = f"messages[{i}].content[{j}]{key}"
     return MalformedHistory(f"{where}{':' if key else ''} {problem}.", where)
-
-
-def carry(old: Index, messages: list[Any], runs: list[tuple[int, int, int]]) -> Index:
-    """The index of ``messages``, an edit of the history ``old`` indexes: the messages
-    ``[start, end)`` of that history sit from ``new start`` on, in each run ``(start, end,
-    new start)``; the messages between the runs are new. The runs' entries are shifted, only
-    the new messages are walked (a repair touching one message of a long history does not
-    index all of them again)."""
-    parts = _Parts()
-    at = 0
-    for start, end, new in [*sorted(runs, key=lambda run: run[2]), (0, 0, len(messages))]:
-        if new > at:  # new messages: indexed alone, then shifted to where they sit
-            parts.append(walk(messages[at:new]), 0, new - at, at)
-        if end > start:
-            parts.append(old, start, end, new - start)
-        at = max(at, new + end - start)
-    return Index(parts.roles, parts.by_type, parts.empty, parts.blank, parts.marked)
-
-
-@dataclass(slots=True)
-class _Parts:
-    """An :class:`Index` in the making, from pieces of other indexes (:func:`carry`)."""
-
-    roles: list[Any] = field(default_factory=list)
-    by_type: dict[str, list[Located]] = field(default_factory=dict)
-    empty: list[int] = field(default_factory=list)
-    blank: list[tuple[int, int]] = field(default_factory=list)
-    marked: list[tuple[int, int, int]] = field(default_factory=list)
-
-    def append(self, index: Index, start: int, end: int, shift: int) -> None:
-        """``index``'s entries of the messages ``[start, end)``, moved by ``shift`` (each
-        list is in position order: a slice is found by bisection)."""
-        self.roles += index.roles[start:end]
-        for kind, located in index.by_type.items():
-            found = _moved(located, start, end, shift)
-            if found:
-                self.by_type.setdefault(kind, []).extend(found)
-        empty = index.empty[bisect_left(index.empty, start) : bisect_left(index.empty, end)]
-        self.empty += [i + shift for i in empty]
-        self.blank += _moved(index.blank, start, end, shift)
-        self.marked += _moved(index.marked, start, end, shift)
-
-
-def _moved(entries: list[Any], start: int, end: int, shift: int) -> list[Any]:
-    """The entries (tuples led by a message position) of the messages ``[start, end)``, moved."""
-    part = entries[bisect_left(entries, (start,)) : bisect_left(entries, (end,))]
-    return part if not shift else [(e[0] + shift, *e[1:]) for e in part]
 
 
 def marked_at(block: Any) -> int:

@@ -17,8 +17,9 @@ from types import MappingProxyType
 from typing import Any
 
 from proxy.core.history import CopyOnWrite
+from proxy.core.messages.carry import carry
 from proxy.core.messages.facts import facts_of
-from proxy.core.messages.index import Index, carry, index_of, walk
+from proxy.core.messages.index import Index, index_of, walk
 from proxy.errors import MalformedHistory
 
 Item = dict[str, Any]

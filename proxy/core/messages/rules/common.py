@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any, NamedTuple
 
+from proxy.core.messages import index as fast
 from proxy.core.messages.facts import MessagesFacts, facts_of
+from proxy.core.messages.index import index_of
 from proxy.core.messages.items import Block, Item, Messages, as_blocks, blocks
 from proxy.core.providers import model_matches, model_of, provider_of
 from proxy.core.rule import Params, rule_for
@@ -64,9 +67,12 @@ def turns(history: Messages, merges: bool) -> list[Turn]:
 
 def _turns(history: Messages, merges: bool) -> list[Turn]:
     roles = history.roles
-    new = tuple.__new__  # the named tuple's own __new__ is a Python call: 3 times slower
-    if not merges:
-        return [new(Turn, (role, (i,))) for i, role in enumerate(roles)]
+    if not merges or (fast.FAST and index_of(history).alternates()):
+        # A turn per message, made in C (the named tuple's own __new__ is a Python call).
+        return list(
+            map(tuple.__new__, repeat(Turn), zip(roles, zip(range(len(roles))), strict=True))
+        )
+    new = tuple.__new__
     n = len(roles)
     # A run of one role (never of system) ends where the role changes or a system one starts.
     starts = [0, *(i for i in range(1, n) if roles[i] != roles[i - 1] or roles[i] == "system")]
@@ -74,6 +80,16 @@ def _turns(history: Messages, merges: bool) -> list[Turn]:
         return [new(Turn, (role, (i,))) for i, role in enumerate(roles)]
     ends = [*starts[1:], n]
     return [new(Turn, (roles[s], tuple(range(s, e)))) for s, e in zip(starts, ends, strict=True)]
+
+
+def last_turns(history: Messages, merges: bool, count: int) -> list[Turn]:
+    """The last ``count`` turns (or fewer) of :func:`turns`: of a history whose turns are its
+    messages, made without the others (two rules read only the end of the conversation)."""
+    roles = history.roles
+    if merges and not (fast.FAST and index_of(history).alternates()):
+        return turns(history, merges)[-count:]
+    start = max(len(roles) - count, 0)
+    return [Turn(roles[i], (i,)) for i in range(start, len(roles))]
 
 
 def turn_positions(ts: list[Turn]) -> list[int]:

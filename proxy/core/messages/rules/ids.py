@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from operator import itemgetter
 
 from proxy.core.messages import index as fast
 from proxy.core.messages.index import Index, index_of
@@ -54,19 +53,20 @@ def messages_tool_use_id_format(history: Messages, params: Params) -> list[Hit]:
 
 
 #: A pattern of one character class repeated (``[a-zA-Z0-9_-]+``): no escape, not negated.
-_BLOCK, _ID = itemgetter(2), itemgetter("id")
 _ONE_CLASS = re.compile(r"\[[^\]\\^][^\]\\]*\]\+")
 
 
 def _all_match(pattern: str, index: Index) -> bool:
-    """Whether every id of the history matches ``pattern`` (each distinct id once: a call and
-    its result share one). A pattern of one class ``[C]+`` matches every id when none is
-    empty and their concatenation is all ``C``: one match instead of one per id."""
-    ids: list[str] = []
-    for kind, key in _ID_KEYS.items():  # mapped in C: no Python step per id
-        ids += map(itemgetter(key), map(_BLOCK, index.of(kind)))
+    """Whether every id of the history matches ``pattern`` (each distinct id once: results
+    answering the calls in order repeat their ids, read once). A pattern of one class
+    ``[C]+`` matches every id when none is empty and their concatenation is all ``C``: one
+    match instead of one per id."""
+    ids = index.values("tool_use", "id")
+    answers = index.values("tool_result", "tool_use_id")
+    if answers != ids:
+        ids = ids + answers
     if _ONE_CLASS.fullmatch(pattern):
-        return all(ids) and re.fullmatch(f"{pattern[:-1]}*", "".join(ids)) is not None
+        return "" not in ids and re.fullmatch(f"{pattern[:-1]}*", "".join(ids)) is not None
     match = re.compile(pattern).fullmatch
     return all(match(x) for x in set(ids))
 
@@ -107,8 +107,9 @@ def messages_duplicate_tool_use_id(history: Messages, params: Params) -> list[Hi
     same to the result answering it in the next turn.
     """
     whole = facts(params).ids_unique_per_request
-    calls = index_of(history).of("tool_use")
-    if fast.FAST and len(set(map(_ID, map(_BLOCK, calls)))) == len(calls):
+    index = index_of(history)
+    calls = index.of("tool_use")
+    if fast.FAST and len(set(index.values("tool_use", "id"))) == len(calls):
         return []  # unique in the request, so in each message too
     seen: dict[object, int] = {}
     hits = []

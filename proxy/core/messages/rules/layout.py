@@ -4,6 +4,7 @@ upstream does not merge, and server-tool results cut from their call."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from proxy.core.messages import index as fast
 from proxy.core.messages.index import index_of
@@ -28,8 +29,10 @@ def messages_split_tool_results(history: Messages, params: Params) -> list[Hit]:
     """
     if facts(params).merges_same_role:
         return []
-    hits = []
     index = index_of(history)
+    if fast.FAST and index.alternates():
+        return []  # no two user messages in a row
+    hits = []
     roles, start = index.roles, 0
     for i in range(1, len(roles)):
         if roles[i] != "user" or roles[i - 1] != "user":
@@ -82,9 +85,15 @@ def messages_orphan_server_tool_result(history: Messages, params: Params) -> lis
                 kind = block["type"]
                 if kind == "server_tool_use":
                     started.add(block.get("id"))
-                elif _server_result(kind) and block.get("tool_use_id") not in started:
+                elif _server_result(kind) and not _started(block.get("tool_use_id"), started):
                     hits.append(Hit(i, f".content[{j}]", f"{kind} without its call", (i, j)))
     return hits
+
+
+def _started(call_id: Any, started: set[object]) -> bool:
+    """Whether ``call_id`` names a call started before (an id that is no string names none:
+    the calls' ids are strings)."""
+    return type(call_id) is str and call_id in started
 
 
 def _server_result(kind: str) -> bool:

@@ -26,9 +26,10 @@ def messages_unknown_role(history: Messages, params: Params) -> list[Hit]:
     DeepSeek ``messages[4].role: unknown variant `tool` `` (anthropic-messages.md M26,
     NyarchAssistant#157, EchoBird#155). No repair knows which call it answers: rejected.
     """
-    roles = index_of(history).roles
-    if fast.FAST and ROLES.issuperset(roles):
+    index = index_of(history)
+    if fast.FAST and ROLES.issuperset(index.role_set()):
         return []
+    roles = index.roles
     return [
         Hit(i, ".role", f"role {role!r} is not a Messages role", fatal=True)
         for i, role in enumerate(roles)
@@ -51,8 +52,10 @@ def messages_tool_use_shape(history: Messages, params: Params) -> list[Hit]:
     GLM crashes with a 500 (M9, zai-coding-plugins#14). Which tool was called, or with what,
     cannot be guessed: rejected.
     """
+    index = index_of(history)
+    calls = index.odd_calls if fast.FAST else index.of_any(_CALLS)  # the others are fine
     hits = []
-    for i, j, block in index_of(history).of_any(_CALLS):
+    for i, j, block in calls:
         name = block.get("name")
         if type(name) is not str or not name:
             hits.append(Hit(i, f".content[{j}].name", "tool_use without a name", fatal=True))

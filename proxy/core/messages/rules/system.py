@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from proxy.core.messages.index import index_of
 from proxy.core.messages.items import Block, Messages, as_blocks, blocks
 from proxy.core.messages.rules.common import facts, model_in, rule, with_content
 from proxy.core.rule import Hit, Params
@@ -31,7 +32,7 @@ def messages_system_message(history: Messages, params: Params) -> list[Hit]:
     ``refused`` (set by repair on reject when the upstream refused the role) skips the model
     check.
     """
-    if "system" not in history.roles:
+    if "system" not in index_of(history).role_set():
         return []
     accepted = not params.get("refused") and model_in(history, facts(params).system_role_models)
     placement = facts(params).system_placement

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from proxy.core.chat.fast import gets
 from proxy.core.messages import index as fast
-from proxy.core.messages.index import index_of
-from proxy.core.messages.items import THINKING, Block, Messages, blocks
+from proxy.core.messages.index import column, index_of
+from proxy.core.messages.items import THINKING, Block, Messages, blocks, kinds
 from proxy.core.messages.rules.common import (
     facts,
+    last_turns,
     model_in,
     rule,
     thinking_type,
@@ -52,13 +54,39 @@ def messages_unsigned_thinking(history: Messages, params: Params) -> list[Hit]:
     ``signed_too`` (set by repair on reject when the upstream called a signature invalid:
     minted by another provider, model or account, M34) drops signed blocks too.
     """
-    if not facts(params).signed_thinking and not params.get("signed_too"):
+    signed_too = params.get("signed_too")
+    if not signed_too and not facts(params).signed_thinking:
+        return []
+    located = index_of(history).of("thinking")
+    if fast.FAST and not signed_too and _all_signed(located):
         return []
     return [
         Hit(i, f".content[{j}]", "thinking block without a valid signature", j)
-        for i, j, block in index_of(history).of("thinking")
-        if params.get("signed_too") or _unsigned(block)
+        for i, j, block in located
+        if signed_too or _unsigned(block)
     ]
+
+
+#: Signatures one a line, each whole base64 (:data:`_BASE64`).
+_BASE64_LINES = re.compile(r"[A-Za-z0-9+/_-]+={0,2}(?:\n[A-Za-z0-9+/_-]+={0,2})*")
+
+
+def _all_signed(located: list[tuple[int, int, Block]]) -> bool:
+    """Whether no thinking block is :func:`_unsigned`, read in a few C-level steps: the
+    signatures are strings, none short, and joined one a line they are lines of base64 (one
+    match, not one per block; no line break inside a signature)."""
+    signatures = gets(column(located, 2), "signature")
+    if not signatures:
+        return True
+    try:
+        joined = "\n".join(signatures)
+    except TypeError:  # one is not a string
+        return False
+    return (
+        min(map(len, signatures)) >= MIN_SIGNATURE
+        and joined.count("\n") == len(signatures) - 1
+        and _BASE64_LINES.fullmatch(joined) is not None
+    )
 
 
 @messages_unsigned_thinking.repair("drop")
@@ -109,10 +137,14 @@ def messages_thinking_on_tool_turns(history: Messages, params: Params) -> list[H
     if not (params.get("thinks") or _thinks(history, params)):
         return []
     index = index_of(history)
-    if fast.FAST and not index.of("tool_use"):
-        return []
+    merges = facts(params).merges_same_role  # Kimi merges, DeepSeek not
+    if fast.FAST and (not merges or index.alternates()):  # a turn per message
+        unthinking = index.holders("tool_use") - index.holders("thinking")
+        detail = "tool_use message without thinking in thinking mode"
+        roles = index.roles
+        return [Hit(i, ".content", detail) for i in sorted(unthinking) if roles[i] == "assistant"]
     hits = []
-    for turn in turns(history, facts(params).merges_same_role):  # Kimi merges, DeepSeek not
+    for turn in turns(history, merges):
         members = turn.members
         if (
             turn.role == "assistant"
@@ -173,7 +205,7 @@ def _earlier_thinking(history: Messages, params: Params) -> list[Hit]:
     index = index_of(history)
     if fast.FAST and not index.has(THINKING):
         return []
-    final = turns(history, facts(params).merges_same_role)[-1]
+    final = last_turns(history, facts(params).merges_same_role, 1)[-1]
     return [
         Hit(k, f".content[{j}]", "thinking in a final assistant message, thinking off", (k, j))
         for k in final.members[:-1]
@@ -238,11 +270,11 @@ def messages_thinking_first(history: Messages, params: Params) -> list[Hit]:
     """
     if not facts(params).signed_thinking or thinking_type(history.request) != "enabled":
         return []
-    ts = turns(history, facts(params).merges_same_role)
+    ts = last_turns(history, facts(params).merges_same_role, 2)
     if len(ts) < 2 or ts[-1].role != "user" or ts[-2].role != "assistant":
         return []
-    if not index_of(history).in_messages(ts[-1].members, "tool_result"):
-        return []
+    if not any(kinds(history.messages[i]).count("tool_result") for i in ts[-1].members):
+        return []  # the last turn answers no call: no tool loop is open
     call = history.messages[ts[-2].first]
     first = blocks(call)[0]["type"] if blocks(call) else "text"
     if first in THINKING:

@@ -10,10 +10,15 @@ next turn and no misplaced result coming is *missing* its result.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import add
+from typing import Any
 
+from proxy.core.chat.fast import at
 from proxy.core.messages import index as fast
-from proxy.core.messages.index import index_of
+from proxy.core.messages.index import column, index_of
 from proxy.core.messages.items import Block, Messages, blocks
 from proxy.core.messages.rules.common import (
     TAG,
@@ -30,9 +35,10 @@ Place = tuple[int, int]  # (message position, block position)
 
 @dataclass(slots=True)
 class Pairing:
-    """Which results answer which calls, and what is left over (places of blocks)."""
+    """What is out of place: results left over, calls left without one (places of blocks).
+    A history in order has an empty one (which result answers which call is no rule's
+    business)."""
 
-    answered: dict[Place, int] = field(default_factory=dict)  # result -> its call's turn
     duplicates: list[Place] = field(default_factory=list)
     moves: dict[Place, int] = field(default_factory=dict)  # result -> its call's turn
     orphans: list[Place] = field(default_factory=list)
@@ -48,41 +54,65 @@ def pairing(history: Messages, merges: bool) -> Pairing:
 
 
 def _pair(history: Messages, merges: bool) -> Pairing:
-    ts = turns(history, merges)
     if fast.FAST and not continues_thread(history):
-        found = _in_order(history, ts)
+        found = _in_order(history, merges)
         if found is not None:
             return found
-    scan = _Scan(history, ts)
+    scan = _Scan(history, turns(history, merges))
     for t in scan.result_turns:  # the other turns hold nothing to sort
         scan.read_results(t)
     return scan.finish()
 
 
-def _in_order(history: Messages, ts: list[Turn]) -> Pairing | None:
+def _in_order(history: Messages, merges: bool) -> Pairing | None:
     """The pairing of a history in the usual order, read from the index alone: the k-th
     result answers the k-th call (ids unique), first in the user turn after the call's
     assistant turn, the turn's results opening its first message. None when it is not so
-    (the scan then reads the turns)."""
+    (the scan then reads the turns).
+
+    Said of whole columns at once (the ids, the calls' messages, the results' messages and
+    places), each compared in a C-level step or two: no Python step per call."""
     index = index_of(history)
-    calls, results = index.of("tool_use"), index.of("tool_result")
-    if len(calls) != len(results):
+    ids = index.values("tool_use", "id")
+    if index.values("tool_result", "tool_use_id") != ids or len(set(ids)) != len(ids):
         return None
-    turn_of = turn_positions(ts) if calls else []
-    answered: dict[Place, int] = {}
-    ids: set[str] = set()
-    previous, k = -1, 0  # the message of the previous result, and this result's rank in it
-    for (ci, _, call), (ri, rj, result) in zip(calls, results, strict=True):
-        t, cid = turn_of[ri], call["id"]
-        k = k + 1 if ri == previous else 0
-        if result["tool_use_id"] != cid or cid in ids or turn_of[ci] != t - 1 or rj != k:
-            return None
-        if ts[t].role != "user" or ts[t - 1].role != "assistant" or ts[t].first != ri:
-            return None
-        ids.add(cid)
-        answered[(ri, rj)] = t - 1
-        previous = ri
-    return Pairing(answered=answered)
+    results = index.of("tool_result")
+    holders = column(results, 0)
+    if column(results, 1) != ranks(holders):  # a message's results open it
+        return None
+    callers = column(index.of("tool_use"), 0)
+    return Pairing() if _answered_next(history, merges, callers, holders) else None
+
+
+def _answered_next(history: Messages, merges: bool, callers: list[int], holders: list[int]) -> bool:
+    """Whether the result in the message at each of ``holders`` is in the user turn right
+    after the assistant turn of the call in the message at the same place of ``callers``,
+    in that turn's first message."""
+    index = index_of(history)
+    roles = index.roles
+    if merges and not index.alternates():  # positions of turns, not of messages
+        ts = turns(history, merges)
+        turn_of, roles = turn_positions(ts), column(ts, 0)
+        if _at([turn.first for turn in ts], _at(turn_of, holders)) != holders:
+            return False  # a result in a message of its turn other than the first
+        callers, holders = _at(turn_of, callers), _at(turn_of, holders)
+    users, assistants = at(roles, holders), at(roles, callers)
+    return (
+        list(map(add, callers, repeat(1))) == holders
+        and users.count("user") == len(users)
+        and assistants.count("assistant") == len(assistants)
+    )
+
+
+def _at(items: list[Any], positions: list[int]) -> list[Any]:
+    """``items[p]`` for each of ``positions`` (in C)."""
+    return list(map(items.__getitem__, positions))
+
+
+def ranks(positions: list[int]) -> list[int]:
+    """For each of the sorted ``positions``, how many before it are equal: the place each
+    result would have if a message's results opened it (``[3, 3, 5] -> [0, 1, 0]``)."""
+    return list(chain.from_iterable(map(range, Counter(positions).values())))
 
 
 class _Scan:
@@ -146,7 +176,6 @@ class _Scan:
                     result.duplicates.append((i, j))
                 elif rid in expected:
                     seen.add(rid)
-                    result.answered[(i, j)] = t - 1
                     hoist = hoist or text_seen
                 else:
                     self.loose.append(((i, j), rid))
