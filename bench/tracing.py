@@ -23,7 +23,9 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from bench.phases import CHAT_BODIES, Scenario
+from bench.report import verdict
 from bench.servers import ROOT, Server
+from bench.upstream import lifespan
 
 TARGET = "otel"
 NAME = "toolcall-guard, tracing on"
@@ -59,7 +61,7 @@ class Sink:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         size = 0
         while True:
@@ -135,7 +137,7 @@ def goal_rows(fig: Any, off_modules: int | None) -> list[tuple[str, ...]]:
                 f"{on:.0f} ÷ {off:.0f} = {ratio:.2f}",
                 "-",
                 f"≤ {GOAL:.2f}",
-                "PASS" if ratio <= GOAL else "FAIL",
+                verdict(ratio <= GOAL),
             )
         )
     if off_modules is not None:
@@ -145,17 +147,7 @@ def goal_rows(fig: Any, off_modules: int | None) -> list[tuple[str, ...]]:
                 str(off_modules),
                 "-",
                 "0",
-                "PASS" if off_modules == 0 else "FAIL",
+                verdict(off_modules == 0),
             )
         )
     return rows
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

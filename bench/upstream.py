@@ -115,7 +115,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     fixed Anthropic message, ``…:generateContent`` Gemini's, every other HTTP request the fixed
     chat completion."""
     if scope["type"] == "lifespan":
-        await _lifespan(receive, send)
+        await lifespan(receive, send)
         return
     body = await _drain(receive)
     last_segment = scope["path"].rpartition("/")[2].rpartition(":")[2]
@@ -127,7 +127,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": answer})
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
+async def lifespan(receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":

@@ -55,6 +55,12 @@ DURATION, TOKENS = 0, 1
 _INPUT = frozenset({("gen_ai.token.type", "input")})
 _OUTPUT = frozenset({("gen_ai.token.type", "output")})
 Key = frozenset[tuple[str, Any]]  # a point's attributes, in any order (as the SDK keys them)
+#: Points kept per histogram: the request and response models are the client's and the
+#: upstream's to name, so distinct attribute sets are bounded; past the limit, measurements go
+#: to one point marked ``otel.metric.overflow`` (the metrics SDK's specification, and its
+#: default limit).
+MAX_POINTS = 2000
+OVERFLOW: Key = frozenset({("otel.metric.overflow", True)})
 
 
 class _Point:
@@ -79,6 +85,7 @@ class Histograms:
         self.resource, self.scope = resource, scope
         self.start = time_ns()
         self.points: dict[tuple[int, Key], _Point] = {}
+        self.counts = [0] * len(METRICS)  # points per histogram
         self.lock = threading.Lock()
 
     def request(
@@ -101,7 +108,12 @@ class Histograms:
         boundaries = METRICS[which][3]
         point = self.points.get((which, key))
         if point is None:
-            point = self.points[which, key] = _Point(len(boundaries))
+            if self.counts[which] >= MAX_POINTS - 1:  # one left for the overflow point
+                key = OVERFLOW
+                point = self.points.get((which, key))
+            if point is None:
+                point = self.points[which, key] = _Point(len(boundaries))
+                self.counts[which] += 1
         point.add(value, boundaries)
 
     def collect(self) -> MetricsData | None:

@@ -81,3 +81,16 @@ def test_the_points_reach_the_exporter_at_shutdown() -> None:
     assert metric.name == "gen_ai.client.operation.duration"
     assert metric.unit == "s"
     assert points(data) == points(sdk_twin([(0.05, {"gen_ai.operation.name": "chat"}, 11, 3)]))
+
+
+def test_models_a_client_names_cannot_grow_the_points_without_bound() -> None:
+    from proxy.telemetry.histograms import DURATION, MAX_POINTS, OVERFLOW
+
+    histograms = Histograms(RESOURCE, SCOPE)
+    for n in range(MAX_POINTS + 500):
+        histograms.request(0.05, {"gen_ai.request.model": f"m{n}"}, None, None)
+
+    kept = [key for which, key in histograms.points if which == DURATION]
+    assert len(kept) == MAX_POINTS
+    assert histograms.points[DURATION, OVERFLOW].count == 501  # none lost, none kept apart
+    assert sum(p.count for (w, _), p in histograms.points.items() if w == DURATION) == 2500
