@@ -33,7 +33,7 @@ from typing import Any
 from proxy.core.forward import found_at
 from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.conversation import conversation_key
-from proxy.repairlog.credentials import Checked, without_credentials
+from proxy.repairlog.credentials import Checked, listed_clear, without_credentials
 from proxy.repairlog.record import Record, copied
 from proxy.repairlog.vocabulary import stored_key, stored_path
 
@@ -88,12 +88,13 @@ def apply_capture(
     conversation = record.conversation or conversation_key(
         record.path, record.received, (record.upstream, record.owner)
     )
-    received = without_credentials(record.received, None, checked, conversation)
-    # The bodies sent upstream share the received one's items: those are not looked at again.
-    checked = record.received if received is record.received else None
+    received, clear = _received(record, checked, conversation)
 
     def transform(body: Any) -> Any:
-        kept = received if body is record.received else without_credentials(body, checked)
+        if body is record.received:
+            kept = received
+        else:  # the bodies sent upstream share their items with ``clear``: not looked at again
+            kept = body if body is clear else without_credentials(body, clear)
         return keep(kept, wire, digests)
 
     def error(text: str | None) -> str | None:
@@ -117,6 +118,20 @@ def apply_capture(
         if record.attempts is None
         else [_attempt(a, transform, error) for a in record.attempts],
     )
+
+
+def _received(record: Record, checked: Checked | None, conversation: str | None) -> tuple[Any, Any]:
+    """The received body without credentials, and a body known to hold none (or None) that the
+    others share most values with. A repaired body's history was serialised as it was sent
+    (:attr:`Record.listed`): that JSON is searched (where it grew since the conversation's
+    last), and the received body checked only where it differs from the forwarded one, instead
+    of serialising the whole received body again (issue 34)."""
+    forwarded, listed = record.forwarded, record.listed
+    key = None if conversation is None else conversation + ":listed"
+    if listed is not None and listed_clear(forwarded, listed, checked, key):
+        return without_credentials(record.received, forwarded), forwarded
+    received = without_credentials(record.received, None, checked, conversation)
+    return received, (record.received if received is record.received else None)
 
 
 def _attempt(

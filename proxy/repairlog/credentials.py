@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from proxy.repairlog.packing import same_objects
+
 #: Names that hold a credential wherever they are.
 CREDENTIAL_NAMES = frozenset(
     {
@@ -65,12 +67,13 @@ CHECKED_BYTES = 16 << 20
 
 
 class Checked:
-    """Per conversation, the JSON of the last body found to hold no credential's name, least
-    recently used first out within :data:`CHECKED_BYTES`: agents resend the whole history each
-    turn, and only what follows the part shared with it, byte for byte, is searched
-    (:func:`without_credentials`). Nothing is trusted that was not compared, so a body put
-    under another conversation's key only costs the search it would have saved. Used by one
-    thread at a time (the writer's capture step)."""
+    """Per conversation, the JSON of the last body found to hold no credential's name (and,
+    under the key ``conversation:listed``, of the last repaired history as sent,
+    :func:`listed_clear`), least recently used first out within :data:`CHECKED_BYTES`: agents
+    resend the whole history each turn, and only what follows the part shared with it, byte for
+    byte, is searched (:func:`without_credentials`). Nothing is trusted that was not compared,
+    so a body put under another conversation's key only costs the search it would have saved.
+    Used by one thread at a time (the writer's capture step)."""
 
     def __init__(self, max_bytes: int = CHECKED_BYTES) -> None:
         self.max_bytes = max_bytes
@@ -137,6 +140,36 @@ def without_credentials(
     return _walk(body, True) if maybe else body
 
 
+def listed_clear(
+    body: Any, listed: tuple[Any, bytes], memory: Checked | None = None, key: str | None = None
+) -> bool:
+    """Whether ``body`` holds no field :func:`is_credential` names, told without serialising
+    its history again: ``listed`` is a list ``body`` holds as a top-level field and that list's
+    compact JSON, as the proxy sent it (:attr:`~proxy.repairlog.record.Record.listed`). That
+    JSON is searched (with ``memory``, under the conversation's ``key``: only past what it
+    shares with the last one found to hold none, see :class:`Checked`), the other fields
+    serialised. False when it may hold one, or when ``body`` does not hold the list: the
+    caller then checks it the usual way."""
+    items, data = listed
+    if type(body) is not dict:
+        return False
+    names = [name for name, value in body.items() if value is items]
+    if len(names) != 1 or type(names[0]) is not str or is_credential(names[0], top=True):
+        return False
+    rest = {name: value for name, value in body.items() if value is not items}
+    try:
+        if may_hold_credential(orjson.dumps(rest)):
+            return False
+    except orjson.JSONEncodeError:  # not JSON: walked as it is
+        return False
+    before = None if memory is None or key is None else memory.get(key)
+    if may_hold_credential(data, _new_since(data, before)):
+        return False
+    if memory is not None and key is not None:
+        memory.put(key, data)
+    return True
+
+
 def _new_part_may_hold(name: Any, value: Any, before: Any) -> bool:
     """Whether the top-level field ``name: value`` may hold a credential, ``before`` being the
     same field of a body that holds none (what is the very same object holds none either)."""
@@ -145,11 +178,24 @@ def _new_part_may_hold(name: Any, value: Any, before: Any) -> bool:
     if value is before:
         return False
     if type(value) is list and type(before) is list:
-        shared = set(map(id, before))
-        value = [item for item in value if id(item) not in shared]
+        value = _items_not_in(value, before)
         if not value:
             return False
     return may_hold_credential(orjson.dumps(value))
+
+
+def _items_not_in(items: list[Any], before: list[Any]) -> list[Any]:
+    """The items of ``items`` that are no item of ``before`` (by identity). A repair keeps most
+    of a history's items where they were, the same objects: the runs at either end that are
+    ``before``'s own, place by place, are told apart in C first, the rest by a set of ids."""
+    most = min(len(items), len(before))
+    head = same_objects(items, before, most)
+    tail = same_objects(reversed(items), reversed(before), most - head)
+    middle = items[head : len(items) - tail]
+    if not middle:
+        return middle
+    shared = set(map(id, before[head : len(before) - tail]))
+    return [item for item in middle if id(item) not in shared]
 
 
 def may_hold_credential(data: bytes, start: int = 0) -> bool:

@@ -189,8 +189,8 @@ class Packer:
         own item objects (the repair left them alone) are shared without hashing them."""
         old = base.items
         most = min(len(items), len(old))
-        head = _same_objects(items, old, most)
-        tail = _same_objects(reversed(items), reversed(old), most - head)
+        head = same_objects(items, old, most)
+        tail = same_objects(reversed(items), reversed(old), most - head)
         middle = self._items(items[head : len(items) - tail])
         return _patch(base.digests, middle, head, tail)
 
@@ -243,7 +243,7 @@ class Packer:
         return {"c": names(chunks), "t": names(digests[full:])}, chunks
 
 
-def _same_objects(items: Iterable[Any], old: Iterable[Any], most: int) -> int:
+def same_objects(items: Iterable[Any], old: Iterable[Any], most: int) -> int:
     """How many leading items of ``items`` (``most`` at most) are the very objects of ``old``:
     compared in C, up to the first that differs."""
     return min(next(compress(itertools.count(), map(is_not, items, old)), most), most)

@@ -290,3 +290,29 @@ def test_what_a_forwarded_body_adds_to_the_received_one_is_checked(mode: str) ->
     if mode == "full":
         assert kept.received is received  # nothing to drop: the very object
         assert kept.forwarded["messages"][1] == {"role": "user", "content": "x", "extra": {}}
+
+
+@pytest.mark.parametrize("mode", ["full", "redacted", "none"])
+def test_a_repaired_body_is_checked_by_the_json_it_was_sent_as(mode: str) -> None:
+    """A record whose forwarded history's JSON is at hand (:attr:`Record.listed`) is searched in
+    that JSON, the received body only where it differs (what the repair dropped or replaced):
+    the same record is stored as without it, a credential only the received body held dropped."""
+    from proxy.repairlog.credentials import Checked
+
+    kept = {"role": "user", "content": "hi"}
+    dropped = {"role": "tool", "tool_call_id": "c", "content": "x", "extra": {"token": "S-1"}}
+    received = {"model": "gpt-4o", "messages": [kept, dropped, kept]}
+    items = [kept, {"role": "user", "content": "salvaged"}, kept]
+    forwarded = {**received, "messages": items}
+    listed = (items, orjson.dumps(items))
+    record = make_record()
+    record.received, record.forwarded = received, forwarded
+    plain = apply_capture(record, mode, 1024, DIGESTS)
+    checked = Checked()
+    record.listed = listed
+    fast = apply_capture(record, mode, 1024, DIGESTS, checked)
+    assert (fast.received, fast.forwarded) == (plain.received, plain.forwarded)
+    assert "S-1" not in orjson.dumps(fast.received).decode()
+    assert checked.get(f"{fast.conversation}:listed") == listed[1]  # the sent JSON searched
+    if mode == "full":
+        assert fast.forwarded is forwarded

@@ -15,6 +15,7 @@ from proxy.repairlog.credentials import (
     Checked,
     _new_since,
     is_credential,
+    listed_clear,
     may_hold_credential,
     without_credentials,
 )
@@ -157,3 +158,38 @@ def test_the_memory_of_checked_bodies_is_bounded_and_searches_only_what_is_new()
     memory.put("c3", b"z" * 101)  # larger than the whole memory: not kept
     assert memory.get("c3") is None
     assert memory.bytes == 60
+
+
+@given(RECEIVED, st.data())
+@settings(max_examples=500)
+def test_a_body_whose_history_was_serialised_is_cleared_only_when_it_holds_none(
+    received: dict[str, Any], data: st.DataObject
+) -> None:
+    """A forwarded body cleared by its history's JSON as sent (:func:`listed_clear`) holds no
+    credential, and the received body checked beside it is what checking it alone gives."""
+    forwarded = _edited(received, data)
+    forwarded["history"] = items = data.draw(st.lists(st.one_of(ITEMS, PLAIN), max_size=4))
+    memory, key = Checked(), "c1"
+    before = data.draw(st.sampled_from([None, b"[", orjson.dumps(items[:-1])]))
+    if before is not None and not may_hold_credential(before):
+        memory.put(key, before)
+    if not listed_clear(forwarded, (items, orjson.dumps(items)), memory, key):
+        return
+    assert not _names(forwarded)
+    assert memory.get(key) == orjson.dumps(items)
+    alone = without_credentials(received)
+    beside = without_credentials(received, forwarded)
+    assert beside == alone
+    assert (beside is received) == (alone is received)
+
+
+def test_a_history_not_held_by_its_body_or_next_to_a_credential_is_not_cleared() -> None:
+    items = [{"role": "user", "content": "hi"}]
+    data = orjson.dumps(items)
+    assert listed_clear({"model": "m", "messages": items}, (items, data))
+    assert not listed_clear({"model": "m", "messages": list(items)}, (items, data))
+    assert not listed_clear({"a": items, "b": items}, (items, data))
+    assert not listed_clear({"api_key": items}, (items, data))
+    assert not listed_clear({"token": "S", "messages": items}, (items, data))
+    secret = [{"role": "user", "content": "hi", "password": "S"}]
+    assert not listed_clear({"messages": secret}, (secret, orjson.dumps(secret)))
