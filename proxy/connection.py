@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -85,8 +85,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self.head_timer is None:
             self._arm()
 
+    # A head that arrived in one read is not caught by counting reads: what is parsed is counted
+    # (here, not in a helper: these run for every header of every request).
     def on_url(self, url: bytes) -> None:
-        self._grow(len(url))
+        self.head_size += len(url)
+        if self.head_size > self.limits.max_bytes:
+            self._too_many_bytes()
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -95,7 +99,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.too_large = f"{self.limits.max_headers} headers (server.max_headers)"
             # Stops the parser; uvicorn then calls send_400_response, which answers it.
             raise HeadersTooLarge(self.too_large)
-        self._grow(len(name) + len(value) + 4)
+        self.head_size += len(name) + len(value) + 4
+        if self.head_size > self.limits.max_bytes:
+            self._too_many_bytes()
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
@@ -109,12 +115,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         else:
             super().send_400_response(msg)
 
-    def _grow(self, size: int) -> None:
-        # A head that arrived in one read is not caught by counting reads: count what is parsed.
-        self.head_size += size
-        if self.head_size > self.limits.max_bytes:
-            self.too_large = f"{self.limits.max_bytes} bytes (server.max_header_bytes)"
-            raise HeadersTooLarge(self.too_large)
+    def _too_many_bytes(self) -> NoReturn:
+        self.too_large = f"{self.limits.max_bytes} bytes (server.max_header_bytes)"
+        raise HeadersTooLarge(self.too_large)
 
     def _arm(self) -> None:
         self._disarm()
