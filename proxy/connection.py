@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -51,11 +51,17 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.head_size = 0  # the head's size as parsed so far (url and headers)
         self.head_headers = 0
         self.reading_head = True  # a fresh connection owes its first request's head
+        #: When the head being read began (the connection's start for its first request).
+        self.head_began = 0.0
+        #: Fires ``timeout`` after ``head_began`` at the latest; it is not cancelled when a head
+        #: completes (a timer per request costs more than the request's own check), so when it
+        #: fires it looks at the head being read now, if any, and waits for that one's time.
         self.head_timer: asyncio.TimerHandle | None = None
         self.too_large: str | None = None  # which limit the head went past
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.head_began = self.loop.time()
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -72,13 +78,19 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self.reading_head = True
+        if not self.reading_head:  # a fresh connection's clock runs from the connection
+            self.head_began = self.loop.time()
+            self.reading_head = True
         self.head_size = self.head_headers = 0
-        if self.head_timer is None:  # a fresh connection's clock runs from the connection
+        if self.head_timer is None:
             self._arm()
 
+    # A head that arrived in one read is not caught by counting reads: what is parsed is counted
+    # (here, not in a helper: these run for every header of every request).
     def on_url(self, url: bytes) -> None:
-        self._grow(len(url))
+        self.head_size += len(url)
+        if self.head_size > self.limits.max_bytes:
+            self._too_many_bytes()
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -87,13 +99,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.too_large = f"{self.limits.max_headers} headers (server.max_headers)"
             # Stops the parser; uvicorn then calls send_400_response, which answers it.
             raise HeadersTooLarge(self.too_large)
-        self._grow(len(name) + len(value) + 4)
+        self.head_size += len(name) + len(value) + 4
+        if self.head_size > self.limits.max_bytes:
+            self._too_many_bytes()
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self.reading_head = False
         self.head_bytes = 0
-        self._disarm()
         super().on_headers_complete()
 
     def send_400_response(self, msg: str) -> None:
@@ -102,16 +115,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         else:
             super().send_400_response(msg)
 
-    def _grow(self, size: int) -> None:
-        # A head that arrived in one read is not caught by counting reads: count what is parsed.
-        self.head_size += size
-        if self.head_size > self.limits.max_bytes:
-            self.too_large = f"{self.limits.max_bytes} bytes (server.max_header_bytes)"
-            raise HeadersTooLarge(self.too_large)
+    def _too_many_bytes(self) -> NoReturn:
+        self.too_large = f"{self.limits.max_bytes} bytes (server.max_header_bytes)"
+        raise HeadersTooLarge(self.too_large)
 
     def _arm(self) -> None:
         self._disarm()
-        self.head_timer = self.loop.call_later(self.limits.timeout, self._head_timed_out)
+        deadline = self.head_began + self.limits.timeout
+        self.head_timer = self.loop.call_at(deadline, self._head_timed_out)
 
     def _disarm(self) -> None:
         if self.head_timer is not None:
@@ -120,7 +131,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def _head_timed_out(self) -> None:
         self.head_timer = None
-        if self.reading_head and not self.transport.is_closing():
+        if not self.reading_head or self.transport.is_closing():
+            return  # the next head arms it again
+        if self.loop.time() < self.head_began + self.limits.timeout:
+            self._arm()  # a later head than the one it was armed for: its own time
+        else:
             self.transport.close()
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:

@@ -58,7 +58,7 @@ FIELDS = (
 
 _VALUES = attrgetter(*FIELDS)
 #: Durations, rounded to the microsecond in the line.
-_DURATIONS = frozenset({"total_ms", "sanitize_ms", "upstream_ms"})
+_DURATIONS = ("total_ms", "sanitize_ms", "upstream_ms")
 
 
 #: New request ids: 16 random hex digits per process, then a counter (no system call per
@@ -112,18 +112,15 @@ class RequestLog:
         level = logging.WARNING if self.end in _CUT else logging.INFO
         if not LOGGER.isEnabledFor(level):
             return
-        event = {
-            k: (round(v, 3) if k in _DURATIONS else v)
-            for k, v in zip(FIELDS, _VALUES(self), strict=True)
-            if v is not None
-        }
         message = f"{self.method} {self.path} {self.status}"
         handlers = LOGGER.handlers
         if len(handlers) == 1 and not LOGGER.filters:
             handler = handlers[0]
             formatter = handler.formatter
-            if type(handler) is LineHandler and type(formatter) is JsonFormatter and _plain(event):
-                handler.write(formatter.request_line(message, event, level))
+            if type(handler) is LineHandler and type(formatter) is JsonFormatter:
+                # FIELDS never shadow the head: the fields follow it as they are.
+                head = formatter.request_head(message, level)
+                handler.write(formatter.request_line(self.fields(head)))
                 return
         record = LOGGER.makeRecord(
             LOGGER.name,
@@ -133,9 +130,20 @@ class RequestLog:
             message,
             (),
             None,
-            extra={"event": event},
+            extra={"event": self.fields({})},
         )
         LOGGER.handle(record)
+
+    def fields(self, into: dict[str, Any]) -> dict[str, Any]:
+        """``into`` with the fields that are set added, in order, durations rounded."""
+        for name, value in zip(FIELDS, _VALUES(self), strict=True):
+            if value is not None:
+                into[name] = value
+        for name in _DURATIONS:  # the key keeps its place
+            value = into.get(name)
+            if value is not None:
+                into[name] = round(value, 3)
+        return into
 
 
 class JsonFormatter(logging.Formatter):
@@ -181,10 +189,19 @@ class JsonFormatter(logging.Formatter):
         )
         return _separators_escaped((start + orjson.dumps(event, default=str)[1:]).decode())
 
-    def request_line(self, message: str, event: dict[str, Any], level: int = logging.INFO) -> str:
-        """The line of a request on the proxy's logger, stamped now."""
-        head = self._head(logging.getLevelName(level), LOGGER.name)
-        return self.line(time.time(), head, message, event)
+    def request_head(self, message: str, level: int = logging.INFO) -> dict[str, Any]:
+        """The head of a request's line on the proxy's logger, stamped now: fields follow."""
+        return {
+            "ts": self._ts(time.time()),
+            "level": _LEVEL_NAMES[level],
+            "logger": LOGGER.name,
+            "msg": message,
+        }
+
+    def request_line(self, line: dict[str, Any]) -> str:
+        """A request's line: :meth:`request_head`'s dict with the request's fields after it
+        (the same text :meth:`line` writes for them, in one serialisation)."""
+        return _separators_escaped(orjson.dumps(line, default=str).decode())
 
     def _format_dict(self, record: logging.LogRecord, event: dict[str, Any] | None) -> str:
         """Any record: the general, slower way (a traceback, or fields that shadow the head)."""
@@ -229,6 +246,9 @@ def quiet_incomplete_on_purpose() -> None:
 
 
 _HEAD_KEYS = frozenset({"ts", "level", "logger", "msg", "exc"})
+assert _HEAD_KEYS.isdisjoint(FIELDS), "a request line's field would shadow its head"
+#: The ``level`` of a request's line.
+_LEVEL_NAMES = {logging.INFO: "info", logging.WARNING: "warning"}
 
 
 def _plain(event: dict[str, Any]) -> bool:

@@ -275,3 +275,27 @@ def test_no_client_value_splits_a_json_line(lines: io.StringIO, separator: str) 
     assert orjson.loads(second)["model"] == "m" + forged
     record = logging.LogRecord("toolcall_guard", logging.INFO, "x", 0, "p" + forged, (), None)
     assert len(TextFormatter().format(record).splitlines()) == 1
+
+
+@pytest.mark.parametrize("end", ["complete", "upstream_cut"])
+def test_the_line_handler_writes_the_line_the_general_path_writes(
+    handler: tuple[LineHandler, _Counting], monkeypatch: pytest.MonkeyPatch, end: str
+) -> None:
+    """Request lines under configure_logging skip the LogRecord: same text (but the time)."""
+    configured, stream = handler
+    monkeypatch.setattr(time, "perf_counter", lambda: 100.0)  # the same total_ms twice
+    entry = _entry('/v1/"odd"\npath\u2028')  # the message and a field need escaping
+    entry.t0, entry.end, entry.rules = 99.0, end, "orphan_tool_result:2"
+    entry.request = {"messages": [{"role": "user", "content": "ünïcode \u2029"}]}
+    with alone(configured):
+        entry.emit()  # the fast path
+    configured.flush()
+    general = io.StringIO()
+    plain = logging.StreamHandler(general)
+    plain.setFormatter(JsonFormatter())
+    with alone(plain):
+        entry.emit()  # a LogRecord through the formatter
+    fast_line, general_line = stream.getvalue(), general.getvalue()
+    assert fast_line.partition(",")[2] == general_line.partition(",")[2]  # after "ts"
+    assert orjson.loads(fast_line)["total_ms"] == 1000.0
+    assert orjson.loads(fast_line)["level"] == ("warning" if end == "upstream_cut" else "info")

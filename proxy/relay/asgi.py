@@ -19,6 +19,7 @@ from proxy.errors import (
 )
 from proxy.errorshape import Shape, event
 from proxy.relay.base import RawHeaders, UpstreamResponse
+from proxy.relay.eager import detached, within
 
 #: Scope key set once the response has started (the app's error handler must not answer then).
 RESPONSE_STARTED = "toolcall_guard.response_started"
@@ -38,8 +39,7 @@ async def read_body(receive: Receive, limit: int, seconds: float) -> bytes:
     """The whole request body; 413 as soon as it grows past ``limit`` bytes, 408 when it takes
     longer than ``seconds`` in all (uvicorn bounds idle connections, not slow bodies)."""
     try:
-        async with asyncio.timeout(seconds):
-            return await _read_body(receive, limit)
+        return await within(_read_body(receive, limit), seconds)  # no timer for a body at hand
     except TimeoutError:
         raise RequestTimeout(
             f"The request body did not arrive within {seconds:g} s (server.body_timeout)."
@@ -102,29 +102,22 @@ class ClientWatch:
     the cancellation it caused from any other (which must propagate).
     """
 
-    __slots__ = ("done", "gone", "owner", "task")
+    __slots__ = ("gone", "owner", "stop")
 
     def __init__(self, receive: Receive) -> None:
-        self.done = False
         self.gone = False
         self.owner = asyncio.current_task()
-        self.task = asyncio.ensure_future(receive())
-        self.task.add_done_callback(self._fired)
+        #: Ends the watch (:meth:`stop`): the pending ``receive()`` is closed where it waits.
+        self.stop = detached(receive(), self._fired)  # no task of its own: proxy.relay.eager
 
-    def _fired(self, task: asyncio.Future[Message]) -> None:
-        if self.done or task.cancelled() or task.exception() is not None:
-            return
-        if task.result()["type"] == "http.disconnect" and self.owner is not None:
+    def _fired(self, message: Message) -> None:
+        if message["type"] == "http.disconnect" and self.owner is not None:
             self.gone = True
             self.owner.cancel()
 
     def absorb(self) -> bool:
         """Inside ``except CancelledError``: True when the disconnect alone caused it."""
         return self.gone and self.owner is not None and self.owner.uncancel() == 0
-
-    def stop(self) -> None:
-        self.done = True
-        self.task.cancel()
 
 
 class ErrorEvent:

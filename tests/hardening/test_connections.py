@@ -131,6 +131,18 @@ def test_the_next_head_on_a_kept_alive_connection_is_timed_too(address: tuple[st
         assert _closed_after(sock, started, trickle=True) < HEADER_TIMEOUT + SLACK
 
 
+def test_a_later_head_is_given_its_whole_time(address: tuple[str, int]) -> None:
+    """The clock of a kept-alive connection's next head runs from that head, not from the
+    connection: the timer armed for the first is not the second's deadline."""
+    with _connect(address) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+        time.sleep(HEADER_TIMEOUT / 2)  # the next head begins halfway through the first's time
+        started = time.monotonic()
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nx-slow: ")
+        assert _closed_after(sock, started, trickle=True) >= HEADER_TIMEOUT * 0.9
+
+
 def test_the_head_timeout_does_not_cut_the_body_or_the_answer(address: tuple[str, int]) -> None:
     """The clock stops once the head is in: a body slower than it is server.body_timeout's."""
     body = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}'
