@@ -52,6 +52,7 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
     results_at, answers, thinking_at, odd = _columns(4)
     others: dict[str, list[Located]] = {}
     add_role = roles.append
+    lead = True  # every tool_result so far opens its message (pairing's question)
     for i, message in enumerate(messages):
         add_role(message["role"])
         content = message["content"]
@@ -61,6 +62,8 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
         for j, block in enumerate(content):
             kind = block["type"]
             if kind == "tool_result":
+                # a result after another block opens its message only after results
+                lead = lead and (not j or content[j - 1]["type"] == "tool_result")
                 results_at.append((i, j, block))
                 answers.append(block["tool_use_id"])
                 if "cache_control" in block or type(block.get("content")) is list:
@@ -88,7 +91,11 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
     found = {"text": texts_at, "tool_use": calls_at, "tool_result": results_at}
     by_type = _by_type({**found, "thinking": thinking_at, **others})
     blank = _blank(texts_at, texts) if "" in texts or any(map(str.isspace, texts)) else []
-    values = {("values", "tool_use", "id"): ids, ("values", "tool_result", "tool_use_id"): answers}
+    values = {
+        ("values", "tool_use", "id"): ids,
+        ("values", "tool_result", "tool_use_id"): answers,
+        "results_lead": lead,
+    }
     return Index(roles, by_type, empty, blank, marked, odd, _found=values)
 
 

@@ -16,10 +16,11 @@ suite compares them with the rules run without them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import chain, compress
 from operator import eq, itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,15 @@ class Index:
         holders = self.holders(kind)
         return any(i in holders for i in members)
 
+    def results_lead(self) -> bool:
+        """Whether each message's ``tool_result`` blocks open it (sit at 0, 1, … of its
+        content), as pairing in order wants them (made once; the fast walk finds it)."""
+        found = self._found.get("results_lead")
+        if found is None:
+            results = self.of("tool_result")
+            found = self._found["results_lead"] = column(results, 1) == ranks(column(results, 0))
+        return found
+
     def role_kinds(self) -> dict[Any, set[str]]:
         """The block types found under each role (read by one rule, on one provider)."""
         found: dict[Any, set[str]] = {}
@@ -122,6 +132,12 @@ def column(entries: Sequence[tuple[Any, ...]], k: int) -> list[Any]:
     """``entry[k]`` of each entry (the message positions, block places or blocks of
     :data:`Located` entries), in C."""
     return list(map(itemgetter(k), entries))
+
+
+def ranks(positions: list[int]) -> list[int]:
+    """For each of the sorted ``positions``, how many before it are equal: the place each
+    result would have if a message's results opened it (``[3, 3, 5] -> [0, 1, 0]``)."""
+    return list(chain.from_iterable(map(range, Counter(positions).values())))
 
 
 def index_of(history: Messages) -> Index:

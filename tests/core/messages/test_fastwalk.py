@@ -4,7 +4,8 @@
 1. On the histories clients send (the property tests' Claude-Code-like bodies, broken the ways
    clients break them, with cache breakpoints, blank texts and odd server calls) it answers,
    and what it answers is the plain walk's index: every field, the types in the same order,
-   and the id columns it hands the rules equal to the plain ones.
+   and the id columns and whether results lead their messages, which it hands the rules,
+   equal to what the plain index finds when asked.
 2. On any history with one value replaced by another JSON value or one key removed, it
    answers the plain index or nothing, and nothing where the plain walk finds a shape error.
 """
@@ -30,10 +31,10 @@ def _same(fast: Index | None, messages: list[Body]) -> None:
     plain = walk(messages)
     assert fast == plain
     assert list(fast.by_type) == list(plain.by_type)
+    asked = Index(plain.roles, plain.by_type, [], [], [], [])  # what it finds when asked
     for kind, key in (("tool_use", "id"), ("tool_result", "tool_use_id")):
-        assert fast.values(kind, key) == Index(plain.roles, plain.by_type, [], [], [], []).values(
-            kind, key
-        )
+        assert fast.values(kind, key) == asked.values(kind, key)
+    assert fast.results_lead() == asked.results_lead()
 
 
 def _marked(messages: list[Body], k: int) -> None:
@@ -61,13 +62,27 @@ def _blank(messages: list[Body], k: int) -> None:
     messages[k % len(messages)]["content"] = " " if k % 2 else []
 
 
-EXTRA = {"marked": _marked, "odd_server_call": _odd_server_call, "blank": _blank}
+def _text_between(messages: list[Body], k: int) -> None:
+    """Text between a message's results (its first still a result): results no longer lead."""
+    for m in messages[k % len(messages) :]:
+        content = m["content"]
+        if type(content) is list and [b["type"] for b in content[:2]] == ["tool_result"] * 2:
+            content.insert(1, {"type": "text", "text": "hook output"})
+            return
+
+
+EXTRA = {
+    "marked": _marked,
+    "odd_server_call": _odd_server_call,
+    "blank": _blank,
+    "text_between": _text_between,
+}
 
 
 @SETTINGS
 @given(
     body=valid_bodies("anthropic"),
-    how=st.sampled_from([None, "marked", "marked", *BREAKS, *EXTRA]),
+    how=st.sampled_from([None, "marked", "text_between", *BREAKS, *EXTRA]),
     at=st.integers(0, 20),
 )
 def test_client_histories_are_walked_fast_into_the_plain_index(
