@@ -87,7 +87,8 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
             else:
                 _other(i, j, block, others, odd)
                 _maybe_mark(i, j, block, marked)
-    _check_columns(roles, texts, (ids, names, inputs), answers)
+    role_set = frozenset(roles)  # the rules ask for it; its few members are checked
+    _check_columns(role_set, texts, (ids, names, inputs), answers)
     found = {"text": texts_at, "tool_use": calls_at, "tool_result": results_at}
     by_type = _by_type({**found, "thinking": thinking_at, **others})
     blank = _blank(texts_at, texts) if "" in texts or any(map(str.isspace, texts)) else []
@@ -95,6 +96,7 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
         ("values", "tool_use", "id"): ids,
         ("values", "tool_result", "tool_use_id"): answers,
         "results_lead": lead,
+        "role_set": role_set,
     }
     return Index(roles, by_type, empty, blank, marked, odd, _found=values)
 
@@ -112,12 +114,12 @@ def _by_type(found: dict[str, list[Located]]) -> dict[str, list[Located]]:
 
 
 def _check_columns(
-    roles: list[Any], texts: list[Any], calls: tuple[list[Any], ...], answers: list[Any]
+    role_set: frozenset[Any], texts: list[Any], calls: tuple[list[Any], ...], answers: list[Any]
 ) -> None:
     """Every role, text and id a string, every call named, with an object input; else the
     history is left to the plain walk."""
     ids, names, inputs = calls
-    strings = (roles, texts, ids, names, answers)
+    strings = (role_set, texts, ids, names, answers)
     if any(column and set(map(type, column)) != _STR for column in strings):
         raise _Unusual
     if "" in names or (inputs and set(map(type, inputs)) != _DICT):

@@ -84,6 +84,25 @@ class Index:
             found = self._found[("values", kind, key)] = list(map(itemgetter(key), blocks))
         return found
 
+    def ids_unique(self) -> bool:
+        """Whether no two ``tool_use`` blocks share an id (made once: the ids rule and
+        pairing ask)."""
+        found = self._found.get("ids_unique")
+        if found is None:
+            ids = self.values("tool_use", "id")
+            found = self._found["ids_unique"] = len(set(ids)) == len(ids)
+        return found
+
+    def answered_in_order(self) -> bool:
+        """Whether the ``tool_result`` ids are the ``tool_use`` ids, in the same order (made
+        once: the ids' pattern and pairing ask)."""
+        found = self._found.get("answered_in_order")
+        if found is None:
+            answers = self.values("tool_result", "tool_use_id")
+            found = answers == self.values("tool_use", "id")
+            self._found["answered_in_order"] = found
+        return found
+
     def role_set(self) -> frozenset[Any]:
         """The roles the messages have (made once: two rules ask whether one is there)."""
         found = self._found.get("role_set")

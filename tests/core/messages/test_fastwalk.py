@@ -4,7 +4,7 @@
 1. On the histories clients send (the property tests' Claude-Code-like bodies, broken the ways
    clients break them, with cache breakpoints, blank texts and odd server calls) it answers,
    and what it answers is the plain walk's index: every field, the types in the same order,
-   and the id columns and whether results lead their messages, which it hands the rules,
+   and the id columns, the roles and whether results lead their messages, which it hands the rules,
    equal to what the plain index finds when asked.
 2. On any history with one value replaced by another JSON value or one key removed, it
    answers the plain index or nothing, and nothing where the plain walk finds a shape error.
@@ -35,6 +35,7 @@ def _same(fast: Index | None, messages: list[Body]) -> None:
     for kind, key in (("tool_use", "id"), ("tool_result", "tool_use_id")):
         assert fast.values(kind, key) == asked.values(kind, key)
     assert fast.results_lead() == asked.results_lead()
+    assert fast.role_set() == asked.role_set()
 
 
 def _marked(messages: list[Body], k: int) -> None:

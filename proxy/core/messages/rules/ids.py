@@ -64,9 +64,8 @@ def _all_match(pattern: str, index: Index) -> bool:
     ``[C]+`` matches every id when none is empty and their concatenation is all ``C``: one
     match instead of one per id."""
     ids = index.values("tool_use", "id")
-    answers = index.values("tool_result", "tool_use_id")
-    if answers != ids:
-        ids = ids + answers
+    if not index.answered_in_order():
+        ids = ids + index.values("tool_result", "tool_use_id")
     joined = _joined(pattern)
     if joined is not None:
         return "" not in ids and joined.fullmatch("".join(ids)) is not None
@@ -119,7 +118,7 @@ def messages_duplicate_tool_use_id(history: Messages, params: Params) -> list[Hi
     whole = facts(params).ids_unique_per_request
     index = index_of(history)
     calls = index.of("tool_use")
-    if fast.FAST and len(set(index.values("tool_use", "id"))) == len(calls):
+    if fast.FAST and index.ids_unique():
         return []  # unique in the request, so in each message too
     seen: dict[object, int] = {}
     hits = []

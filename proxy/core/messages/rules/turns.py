@@ -72,8 +72,7 @@ def _in_order(history: Messages, merges: bool) -> Pairing | None:
     Said of whole columns at once (the ids, the calls' messages, the results' messages and
     places), each compared in a C-level step or two: no Python step per call."""
     index = index_of(history)
-    ids = index.values("tool_use", "id")
-    if index.values("tool_result", "tool_use_id") != ids or len(set(ids)) != len(ids):
+    if not index.answered_in_order() or not index.ids_unique():
         return None
     if not index.results_lead():
         return None
