@@ -53,8 +53,9 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
     others: dict[str, list[Located]] = {}
     add_role = roles.append
     lead = True  # every tool_result so far opens its message (pairing's question)
+    follow = True  # every call in an assistant message, result k in a user message after call k's
     for i, message in enumerate(messages):
-        add_role(message["role"])
+        add_role(role := message["role"])
         content = message["content"]
         if type(content) is not list or not content:
             _unusual_content(i, content, empty)
@@ -64,6 +65,8 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
             if kind == "tool_result":
                 # a result after another block opens its message only after results
                 lead = lead and (not j or content[j - 1]["type"] == "tool_result")
+                k = len(results_at)
+                follow = follow and role == "user" and k < len(calls_at) and calls_at[k][0] == i - 1
                 results_at.append((i, j, block))
                 answers.append(block["tool_use_id"])
                 if "cache_control" in block or type(block.get("content")) is list:
@@ -74,6 +77,7 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
                 if len(block) != 2:  # more than its type and text: perhaps cache_control
                     _maybe_mark(i, j, block, marked)
             elif kind == "tool_use":
+                follow = follow and role == "assistant"
                 calls_at.append((i, j, block))
                 ids.append(block["id"])
                 names.append(block["name"])
@@ -96,6 +100,7 @@ def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call p
         ("values", "tool_use", "id"): ids,
         ("values", "tool_result", "tool_use_id"): answers,
         "results_lead": lead,
+        "results_follow_calls": follow and len(results_at) == len(calls_at),
         "role_set": role_set,
     }
     return Index(roles, by_type, empty, blank, marked, odd, _found=values)

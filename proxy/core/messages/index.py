@@ -138,6 +138,24 @@ class Index:
             found = self._found["results_lead"] = column(results, 1) == ranks(column(results, 0))
         return found
 
+    def results_follow_calls(self) -> bool:
+        """Whether the ``k``-th ``tool_result`` sits in the message right after the one of
+        the ``k``-th ``tool_use``, every call in an assistant message and every result in a
+        user message (as many of each): pairing in order, said of messages (made once; the
+        fast walk finds it)."""
+        found = self._found.get("results_follow_calls")
+        if found is None:
+            callers = column(self.of("tool_use"), 0)
+            holders = column(self.of("tool_result"), 0)
+            roles = self.roles
+            found = (
+                [i + 1 for i in callers] == holders
+                and all(roles[i] == "assistant" for i in callers)
+                and all(roles[i] == "user" for i in holders)
+            )
+            self._found["results_follow_calls"] = found
+        return found
+
     def role_kinds(self) -> dict[Any, set[str]]:
         """The block types found under each role (read by one rule, on one provider)."""
         found: dict[Any, set[str]] = {}

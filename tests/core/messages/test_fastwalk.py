@@ -4,7 +4,8 @@
 1. On the histories clients send (the property tests' Claude-Code-like bodies, broken the ways
    clients break them, with cache breakpoints, blank texts and odd server calls) it answers,
    and what it answers is the plain walk's index: every field, the types in the same order,
-   and the id columns, the roles and whether results lead their messages, which it hands the rules,
+   and the id columns, the roles and whether results lead their messages and follow their
+   calls, which it hands the rules,
    equal to what the plain index finds when asked.
 2. On any history with one value replaced by another JSON value or one key removed, it
    answers the plain index or nothing, and nothing where the plain walk finds a shape error.
@@ -36,6 +37,7 @@ def _same(fast: Index | None, messages: list[Body]) -> None:
         assert fast.values(kind, key) == asked.values(kind, key)
     assert fast.results_lead() == asked.results_lead()
     assert fast.role_set() == asked.role_set()
+    assert fast.results_follow_calls() == asked.results_follow_calls()
 
 
 def _marked(messages: list[Body], k: int) -> None:
@@ -72,7 +74,19 @@ def _text_between(messages: list[Body], k: int) -> None:
             return
 
 
+def _roles_swapped(messages: list[Body], k: int) -> None:
+    """The message of some results (or of some calls) in another role: results no longer
+    follow their calls (a system message holding results, calls in a user message)."""
+    kind = ("tool_result", "tool_use")[k % 2]
+    holding = [m for m in messages if type(m["content"]) is list]
+    holding = [m for m in holding if any(b["type"] == kind for b in m["content"])]
+    if holding:
+        m = holding[k % len(holding)]
+        m["role"] = ("system", "assistant", "user")[k % 3] if kind == "tool_result" else "user"
+
+
 EXTRA = {
+    "roles_swapped": _roles_swapped,
     "marked": _marked,
     "odd_server_call": _odd_server_call,
     "blank": _blank,
@@ -83,7 +97,7 @@ EXTRA = {
 @SETTINGS
 @given(
     body=valid_bodies("anthropic"),
-    how=st.sampled_from([None, "marked", "text_between", *BREAKS, *EXTRA]),
+    how=st.sampled_from([None, "marked", "text_between", "roles_swapped", *BREAKS, *EXTRA]),
     at=st.integers(0, 20),
 )
 def test_client_histories_are_walked_fast_into_the_plain_index(

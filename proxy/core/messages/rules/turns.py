@@ -76,6 +76,8 @@ def _in_order(history: Messages, merges: bool) -> Pairing | None:
         return None
     if not index.results_lead():
         return None
+    if index.results_follow_calls():  # a result in the message after its call's: the next turn
+        return Pairing()
     holders = column(index.of("tool_result"), 0)
     callers = column(index.of("tool_use"), 0)
     return Pairing() if _answered_next(history, merges, callers, holders) else None
