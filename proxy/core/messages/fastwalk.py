@@ -8,13 +8,17 @@ block, so this walk does less for the blocks clients send most (``text``, ``tool
 block that is no object raises, instead of being tested), dispatches on the type once, and
 tells a block with nothing more from its number of keys (a ``text`` block of two keys has no
 ``cache_control``). The checks of the values read (every role, text and id a string, every
-call named, with an object input) are made after the loop over whole columns, in C.
+call named, with an object input) are made after the loop over whole columns, in C. What the
+rules would otherwise each compute from the index it hands over with it, found in the same
+loop: the id columns, the set of roles, whether results open their messages and whether each
+sits in the user message right after its call's (pairing in order).
 
-Anything out of the ordinary (a missing or misshapen key, a blank text, a call without a name)
-is left to the plain walk: :func:`walked` answers None and the caller walks the history again
-the plain way, which says what is wrong, or indexes the unusual blocks. So this walk never has
-to be right about an unusual history, only to know that it is one; ``tests/core/messages/
-test_fastwalk.py`` holds it to the plain walk on ordinary and broken histories.
+Anything out of the ordinary (a missing or misshapen key, a call without a name) is left to
+the plain walk: :func:`walked` answers None and the caller walks the history again the plain
+way, which says what is wrong, or indexes the unusual blocks. So this walk never has to be
+right about an unusual history, only to know that it is one; ``tests/core/messages/
+test_fastwalk.py`` holds it to the plain walk (and to what the plain index finds when asked)
+on ordinary and broken histories.
 """
 
 from __future__ import annotations

@@ -49,8 +49,9 @@ class Index:
     blank: list[tuple[int, int]]  # empty or whitespace-only text blocks
     marked: list[tuple[int, int, int]]  # blocks with cache_control: (i, j, breakpoints)
     odd_calls: list[Located]  # tool_use and server_tool_use blocks without a name or input
-    #: What :meth:`holders`, :meth:`values`, :meth:`role_set`… found (made when asked; keyed
-    #: by the method's name, and its arguments where it takes some).
+    #: What :meth:`holders`, :meth:`values`, :meth:`role_set`… found (made when asked, or
+    #: handed over by the fast walk, :mod:`~proxy.core.messages.fastwalk`, which finds some in
+    #: its loop; keyed by the method's name, and its arguments where it takes some).
     _found: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def of(self, kind: str) -> list[Located]:
