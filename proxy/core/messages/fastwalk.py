@@ -38,16 +38,12 @@ _STR = {str}
 _DICT = {dict}
 
 
-class _Unusual(Exception):
-    """A history this walk leaves to the plain one."""
-
-
 def walked(messages: list[Any]) -> Index | None:
     """The index :func:`~proxy.core.messages.index.walk` makes of ``messages``, when they are
     ordinary; None when the plain walk must look (it also raises the shape errors)."""
     try:
         return _walk(messages)
-    except (KeyError, TypeError, MalformedHistory, _Unusual):
+    except (KeyError, TypeError, MalformedHistory):  # a key missing, a block no object…
         return None
 
 
@@ -125,14 +121,14 @@ def _by_type(found: dict[str, list[Located]]) -> dict[str, list[Located]]:
 def _check_columns(
     role_set: frozenset[Any], texts: list[Any], calls: tuple[list[Any], ...], answers: list[Any]
 ) -> None:
-    """Every role, text and id a string, every call named, with an object input; else the
-    history is left to the plain walk."""
+    """Every role, text and id a string, every call named, with an object input; else a
+    TypeError leaves the history to the plain walk (a shape error, or an odd call)."""
     ids, names, inputs = calls
     strings = (role_set, texts, ids, names, answers)
     if any(column and set(map(type, column)) != _STR for column in strings):
-        raise _Unusual
+        raise TypeError("a role, text or id that is no string")
     if "" in names or (inputs and set(map(type, inputs)) != _DICT):
-        raise _Unusual  # an odd call (messages_tool_use_shape's)
+        raise TypeError("a call without a name or an object input")
 
 
 def _other(
@@ -142,11 +138,11 @@ def _other(
     ``server_tool_use`` has a string id, and is odd without a name or an object input."""
     kind = block["type"]
     if type(kind) is not str:
-        raise _Unusual
+        raise TypeError(kind)  # a shape error: the plain walk says where
     others.setdefault(kind, []).append((i, j, block))
     if kind == "server_tool_use":
         if type(block.get("id")) is not str:
-            raise _Unusual
+            raise TypeError(block.get("id"))  # a shape error: the plain walk says where
         name = block.get("name")
         if type(name) is not str or not name or type(block.get("input")) is not dict:
             odd.append((i, j, block))
