@@ -16,10 +16,11 @@ suite compares them with the rules run without them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import chain, compress
 from operator import eq, itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +49,9 @@ class Index:
     blank: list[tuple[int, int]]  # empty or whitespace-only text blocks
     marked: list[tuple[int, int, int]]  # blocks with cache_control: (i, j, breakpoints)
     odd_calls: list[Located]  # tool_use and server_tool_use blocks without a name or input
-    #: What :meth:`holders`, :meth:`values`, :meth:`role_set`… found (made when asked; keyed
-    #: by the method's name, and its arguments where it takes some).
+    #: What :meth:`holders`, :meth:`values`, :meth:`role_set`… found (made when asked, or
+    #: handed over by the fast walk, :mod:`~proxy.core.messages.fastwalk`, which finds some in
+    #: its loop; keyed by the method's name, and its arguments where it takes some).
     _found: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def of(self, kind: str) -> list[Located]:
@@ -83,6 +85,25 @@ class Index:
             found = self._found[("values", kind, key)] = list(map(itemgetter(key), blocks))
         return found
 
+    def ids_unique(self) -> bool:
+        """Whether no two ``tool_use`` blocks share an id (made once: the ids rule and
+        pairing ask)."""
+        found = self._found.get("ids_unique")
+        if found is None:
+            ids = self.values("tool_use", "id")
+            found = self._found["ids_unique"] = len(set(ids)) == len(ids)
+        return found
+
+    def answered_in_order(self) -> bool:
+        """Whether the ``tool_result`` ids are the ``tool_use`` ids, in the same order (made
+        once: the ids' pattern and pairing ask)."""
+        found = self._found.get("answered_in_order")
+        if found is None:
+            answers = self.values("tool_result", "tool_use_id")
+            found = answers == self.values("tool_use", "id")
+            self._found["answered_in_order"] = found
+        return found
+
     def role_set(self) -> frozenset[Any]:
         """The roles the messages have (made once: two rules ask whether one is there)."""
         found = self._found.get("role_set")
@@ -109,6 +130,33 @@ class Index:
         holders = self.holders(kind)
         return any(i in holders for i in members)
 
+    def results_lead(self) -> bool:
+        """Whether each message's ``tool_result`` blocks open it (sit at 0, 1, … of its
+        content), as pairing in order wants them (made once; the fast walk finds it)."""
+        found = self._found.get("results_lead")
+        if found is None:
+            results = self.of("tool_result")
+            found = self._found["results_lead"] = column(results, 1) == ranks(column(results, 0))
+        return found
+
+    def results_follow_calls(self) -> bool:
+        """Whether the ``k``-th ``tool_result`` sits in the message right after the one of
+        the ``k``-th ``tool_use``, every call in an assistant message and every result in a
+        user message (as many of each): pairing in order, said of messages (made once; the
+        fast walk finds it)."""
+        found = self._found.get("results_follow_calls")
+        if found is None:
+            callers = column(self.of("tool_use"), 0)
+            holders = column(self.of("tool_result"), 0)
+            roles = self.roles
+            found = (
+                [i + 1 for i in callers] == holders
+                and all(roles[i] == "assistant" for i in callers)
+                and all(roles[i] == "user" for i in holders)
+            )
+            self._found["results_follow_calls"] = found
+        return found
+
     def role_kinds(self) -> dict[Any, set[str]]:
         """The block types found under each role (read by one rule, on one provider)."""
         found: dict[Any, set[str]] = {}
@@ -122,6 +170,12 @@ def column(entries: Sequence[tuple[Any, ...]], k: int) -> list[Any]:
     """``entry[k]`` of each entry (the message positions, block places or blocks of
     :data:`Located` entries), in C."""
     return list(map(itemgetter(k), entries))
+
+
+def ranks(positions: list[int]) -> list[int]:
+    """For each of the sorted ``positions``, how many before it are equal: the place each
+    result would have if a message's results opened it (``[3, 3, 5] -> [0, 1, 0]``)."""
+    return list(chain.from_iterable(map(range, Counter(positions).values())))
 
 
 def index_of(history: Messages) -> Index:

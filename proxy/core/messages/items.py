@@ -17,8 +17,10 @@ from types import MappingProxyType
 from typing import Any
 
 from proxy.core.history import CopyOnWrite
+from proxy.core.messages import index as fast
 from proxy.core.messages.carry import carry
 from proxy.core.messages.facts import facts_of
+from proxy.core.messages.fastwalk import walked
 from proxy.core.messages.index import Index, index_of, walk
 from proxy.errors import MalformedHistory
 
@@ -56,7 +58,8 @@ def _checked(body: Any, need_max_tokens: bool = True) -> tuple[list[Item], Index
     messages = body.get("messages")
     if type(messages) is not list or not messages:
         raise MalformedHistory("messages: a non-empty array of messages is required.", "messages")
-    return messages, walk(messages)
+    index = walked(messages) if fast.FAST else None  # an ordinary history, walked quicker
+    return messages, walk(messages) if index is None else index
 
 
 def blocks(message: Item) -> list[Block]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from proxy.core.messages import index as fast
 from proxy.core.messages.index import Index, index_of
@@ -40,9 +41,10 @@ def messages_tool_use_id_format(history: Messages, params: Params) -> list[Hit]:
     pattern = facts(params).tool_use_id_pattern
     if not pattern:
         return []
-    index, match = index_of(history), re.compile(pattern).fullmatch
+    index = index_of(history)
     if fast.FAST and _all_match(pattern, index):
         return []
+    match = re.compile(pattern).fullmatch
     hits = []
     for i, j, block in index.of_any(_ID_TYPES):
         key = _ID_KEYS[block["type"]]
@@ -62,13 +64,20 @@ def _all_match(pattern: str, index: Index) -> bool:
     ``[C]+`` matches every id when none is empty and their concatenation is all ``C``: one
     match instead of one per id."""
     ids = index.values("tool_use", "id")
-    answers = index.values("tool_result", "tool_use_id")
-    if answers != ids:
-        ids = ids + answers
-    if _ONE_CLASS.fullmatch(pattern):
-        return "" not in ids and re.fullmatch(f"{pattern[:-1]}*", "".join(ids)) is not None
+    if not index.answered_in_order():
+        ids = ids + index.values("tool_result", "tool_use_id")
+    joined = _joined(pattern)
+    if joined is not None:
+        return "" not in ids and joined.fullmatch("".join(ids)) is not None
     match = re.compile(pattern).fullmatch
     return all(match(x) for x in set(ids))
+
+
+@lru_cache(maxsize=16)
+def _joined(pattern: str) -> re.Pattern[str] | None:
+    """For a pattern of one class ``[C]+``, the compiled ``[C]*`` that matches the ids
+    joined (made once per pattern: a policy has one)."""
+    return re.compile(f"{pattern[:-1]}*") if _ONE_CLASS.fullmatch(pattern) else None
 
 
 @messages_tool_use_id_format.repair("remap")
@@ -109,7 +118,7 @@ def messages_duplicate_tool_use_id(history: Messages, params: Params) -> list[Hi
     whole = facts(params).ids_unique_per_request
     index = index_of(history)
     calls = index.of("tool_use")
-    if fast.FAST and len(set(index.values("tool_use", "id"))) == len(calls):
+    if fast.FAST and index.ids_unique():
         return []  # unique in the request, so in each message too
     seen: dict[object, int] = {}
     hits = []

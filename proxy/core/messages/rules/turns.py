@@ -10,9 +10,8 @@ next turn and no misplaced result coming is *missing* its result.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import repeat
 from operator import add
 from typing import Any
 
@@ -73,13 +72,13 @@ def _in_order(history: Messages, merges: bool) -> Pairing | None:
     Said of whole columns at once (the ids, the calls' messages, the results' messages and
     places), each compared in a C-level step or two: no Python step per call."""
     index = index_of(history)
-    ids = index.values("tool_use", "id")
-    if index.values("tool_result", "tool_use_id") != ids or len(set(ids)) != len(ids):
+    if not index.answered_in_order() or not index.ids_unique():
         return None
-    results = index.of("tool_result")
-    holders = column(results, 0)
-    if column(results, 1) != ranks(holders):  # a message's results open it
+    if not index.results_lead():
         return None
+    if index.results_follow_calls():  # a result in the message after its call's: the next turn
+        return Pairing()
+    holders = column(index.of("tool_result"), 0)
     callers = column(index.of("tool_use"), 0)
     return Pairing() if _answered_next(history, merges, callers, holders) else None
 
@@ -107,12 +106,6 @@ def _answered_next(history: Messages, merges: bool, callers: list[int], holders:
 def _at(items: list[Any], positions: list[int]) -> list[Any]:
     """``items[p]`` for each of ``positions`` (in C)."""
     return list(map(items.__getitem__, positions))
-
-
-def ranks(positions: list[int]) -> list[int]:
-    """For each of the sorted ``positions``, how many before it are equal: the place each
-    result would have if a message's results opened it (``[3, 3, 5] -> [0, 1, 0]``)."""
-    return list(chain.from_iterable(map(range, Counter(positions).values())))
 
 
 class _Scan:
