@@ -61,6 +61,8 @@ Key = frozenset[tuple[str, Any]]  # a point's attributes, in any order (as the S
 #: default limit).
 MAX_POINTS = 2000
 OVERFLOW: Key = frozenset({("otel.metric.overflow", True)})
+#: Attribute orders remembered (:attr:`Histograms.found`), a few per point.
+_FOUND_SIZE = 4 * MAX_POINTS
 
 
 class _Point:
@@ -78,6 +80,17 @@ class _Point:
         self.buckets[bisect_left(boundaries, value)] += 1
 
 
+class _Points:
+    """The points one set of attributes adds to (its token points made when first used)."""
+
+    __slots__ = ("duration", "input", "output")
+
+    def __init__(self, duration: _Point) -> None:
+        self.duration = duration
+        self.input: _Point | None = None
+        self.output: _Point | None = None
+
+
 class Histograms:
     """The two histograms, their points by (histogram, attributes)."""
 
@@ -87,6 +100,9 @@ class Histograms:
         self.points: dict[tuple[int, Key], _Point] = {}
         self.counts = [0] * len(METRICS)  # points per histogram
         self.lock = threading.Lock()
+        #: Each histogram's point by the attributes as given, in their order (a tuple hashes
+        #: faster than a frozenset is built).
+        self.found: dict[tuple[tuple[str, Any], ...], _Points] = {}
 
     def request(
         self,
@@ -96,25 +112,35 @@ class Histograms:
         output_tokens: int | None,
     ) -> None:
         """One operation: its duration, and the tokens its answer said it used."""
-        key = frozenset(attributes.items())
+        items = tuple(attributes.items())
         with self.lock:
-            self._add(DURATION, key, duration)
+            found = self.found.get(items)
+            if found is None:
+                if len(self.found) >= _FOUND_SIZE:
+                    self.found.clear()
+                found = self.found[items] = _Points(self._point(DURATION, frozenset(items)))
+            found.duration.add(duration, DURATION_BUCKETS)
             if input_tokens is not None:
-                self._add(TOKENS, key | _INPUT, input_tokens)
+                if found.input is None:
+                    found.input = self._point(TOKENS, frozenset(items) | _INPUT)
+                found.input.add(input_tokens, TOKEN_BUCKETS)
             if output_tokens is not None:
-                self._add(TOKENS, key | _OUTPUT, output_tokens)
+                if found.output is None:
+                    found.output = self._point(TOKENS, frozenset(items) | _OUTPUT)
+                found.output.add(output_tokens, TOKEN_BUCKETS)
 
-    def _add(self, which: int, key: Key, value: float) -> None:
-        boundaries = METRICS[which][3]
+    def _point(self, which: int, key: Key) -> _Point:
+        """The point of ``key`` in histogram ``which``, made when new (the overflow point past
+        :data:`MAX_POINTS`)."""
         point = self.points.get((which, key))
         if point is None:
             if self.counts[which] >= MAX_POINTS - 1:  # one left for the overflow point
                 key = OVERFLOW
                 point = self.points.get((which, key))
             if point is None:
-                point = self.points[which, key] = _Point(len(boundaries))
+                point = self.points[which, key] = _Point(len(METRICS[which][3]))
                 self.counts[which] += 1
-        point.add(value, boundaries)
+        return point
 
     def collect(self) -> MetricsData | None:
         """The points so far, as the SDK's exporters take them (None: nothing recorded)."""
