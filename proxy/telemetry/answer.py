@@ -33,9 +33,6 @@ LINE_LIMIT = 1 << 20
 #: Bytes that make an SSE event worth parsing (one search of a chunk, in C).
 _WANTED = re.compile(rb'usage|finish_reason": ?"|stop_reason": ?"|finishReason|completed')
 
-_INPUT = ("input_tokens", "prompt_tokens", "promptTokenCount")
-_OUTPUT = ("output_tokens", "completion_tokens", "candidatesTokenCount")
-
 
 class AnswerReader:
     """Reads an answer chunk by chunk; :meth:`close` it, then read its fields."""
@@ -123,10 +120,12 @@ class AnswerReader:
         if whole and self.answer is None:  # the outer object (Code Assist wraps its answer)
             self.answer = obj
         get = obj.get
-        for key in ("response", "message"):  # Responses events, Code Assist; message_start
-            inner = get(key)
-            if type(inner) is dict:
-                self.absorb(inner)
+        inner = get("response")  # Responses events, Code Assist
+        if type(inner) is dict:
+            self.absorb(inner)
+        inner = get("message")  # message_start
+        if type(inner) is dict:
+            self.absorb(inner)
         found_id = get("id") or get("responseId")
         if type(found_id) is str and self.response_id is None:
             self.response_id = found_id
@@ -141,34 +140,46 @@ class AnswerReader:
             self.finish_reasons = named
 
     def _usage(self, usage: dict[str, Any]) -> None:
-        found = _count(usage, _INPUT)
-        if found is not None:
+        # The first of each API's names that holds an int (unrolled: this runs per answer).
+        get = usage.get
+        found = get("input_tokens")
+        if type(found) is not int:
+            found = get("prompt_tokens")
+            if type(found) is not int:
+                found = get("promptTokenCount")
+        if type(found) is int:
             self.input_tokens = found
-        found = _count(usage, _OUTPUT)
-        if found is not None:
+        found = get("output_tokens")
+        if type(found) is not int:
+            found = get("completion_tokens")
+            if type(found) is not int:
+                found = get("candidatesTokenCount")
+        if type(found) is int:
             self.output_tokens = found
 
 
 def _finished(obj: dict[str, Any]) -> list[str]:
-    """The finish reasons ``obj`` names (none: an empty list)."""
-    reasons: list[Any] = []
+    """The finish reasons ``obj`` names, in order (none: an empty list): its choices' or
+    candidates', its ``stop_reason``, its ``delta``'s, a Responses object's ``status``
+    (``in_progress`` names none)."""
+    named: list[str] = []
     choices = obj.get("choices") or obj.get("candidates")
     if type(choices) is list:
         for choice in choices:
             if type(choice) is dict:
-                reasons.append(choice.get("finish_reason") or choice.get("finishReason"))
-    reasons.append(obj.get("stop_reason"))
+                reason = choice.get("finish_reason") or choice.get("finishReason")
+                if type(reason) is str and reason and reason != "in_progress":
+                    named.append(reason)
+    reason = obj.get("stop_reason")
+    if type(reason) is str and reason and reason != "in_progress":
+        named.append(reason)
     delta = obj.get("delta")
     if type(delta) is dict:
-        reasons.append(delta.get("stop_reason"))
+        reason = delta.get("stop_reason")
+        if type(reason) is str and reason and reason != "in_progress":
+            named.append(reason)
     if obj.get("object") == "response":  # Responses: its status says how it ended
-        reasons.append(obj.get("status"))
-    return [r for r in reasons if type(r) is str and r and r != "in_progress"]
-
-
-def _count(usage: dict[str, Any], keys: tuple[str, ...]) -> int | None:
-    for key in keys:
-        value = usage.get(key)
-        if type(value) is int:
-            return value
-    return None
+        reason = obj.get("status")
+        if type(reason) is str and reason and reason != "in_progress":
+            named.append(reason)
+    return named

@@ -39,6 +39,7 @@ from proxy.core.wire import WIRES, Wire
 from proxy.relay.base import RawHeaders
 from proxy.repairlog.conversation import conversation_key
 from proxy.telemetry.answer import AnswerReader
+from proxy.telemetry.histograms import METRIC_KEYS
 from proxy.telemetry.names import client_conversation
 from proxy.telemetry.record import CLIENT, Finished, Pending, root
 
@@ -181,9 +182,9 @@ class RequestTrace:
         histograms = self.tracing.histograms
         if histograms is None or not self.generative:
             return
-        kept = {k: found[k] for k in _METRIC_KEYS if k in found}
+        kept = tuple(map(found.get, METRIC_KEYS))  # span attributes are never None
         tokens = (reader.input_tokens, reader.output_tokens) if reader else (None, None)
-        histograms.request(perf_counter() - started, kept, *tokens)
+        histograms.measured(perf_counter() - started, kept, *tokens)
 
     def _answer(self, state: RequestState, reader: AnswerReader, found: dict[str, Any]) -> None:
         """What the answer said of itself, into ``found`` (what it did not say is left out)."""
@@ -203,18 +204,6 @@ class RequestTrace:
         converter = wire.genai if wire is not None else None
         if converter is not None:
             found["gen_ai.output.messages"] = _text(state, converter.output(reader.answer))
-
-
-#: Attributes the metrics keep (the conventions' low-cardinality ones).
-_METRIC_KEYS = (
-    "gen_ai.operation.name",
-    "gen_ai.provider.name",
-    "gen_ai.request.model",
-    "gen_ai.response.model",
-    "server.address",
-    "server.port",
-    "error.type",
-)
 
 
 def _repair(span: Pending, finding: dict[str, Any]) -> None:
