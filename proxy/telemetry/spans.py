@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from operator import itemgetter
 from time import perf_counter, time_ns
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +51,8 @@ if TYPE_CHECKING:
 
 LOGGER = logging.getLogger("toolcall_guard")
 PROPAGATOR = TraceContextTextMapPropagator()
-_CONTEXT_HEADERS = (b"traceparent", b"tracestate")
+_CONTEXT_HEADERS = frozenset((b"traceparent", b"tracestate"))
+_NAME = itemgetter(0)  # a raw header's name
 
 
 class RequestTrace:
@@ -61,10 +63,13 @@ class RequestTrace:
     def __init__(self, tracing: Tracing, state: RequestState) -> None:
         self.tracing = tracing
         sent = None
-        for k, v in state.scope["headers"]:
-            if k in _CONTEXT_HEADERS:
-                sent = sent or {}
-                sent[k.decode("latin-1")] = v.decode("latin-1")
+        headers = state.scope["headers"]
+        if not _CONTEXT_HEADERS.isdisjoint(map(_NAME, headers)):  # looked for in C: mostly not
+            sent = {
+                k.decode("latin-1"): v.decode("latin-1")
+                for k, v in headers
+                if k in _CONTEXT_HEADERS
+            }
         method, path = state.scope["method"], state.log.path
         self.server = root(
             tracing.sampler,
@@ -220,7 +225,10 @@ def _repair(span: Pending, finding: dict[str, Any]) -> None:
 def _continued(headers: RawHeaders, span: Pending) -> RawHeaders:
     """``headers`` with the trace context naming ``span`` as the parent (the client's own
     ``traceparent``/``tracestate`` replaced, not sent twice)."""
-    sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
+    if _CONTEXT_HEADERS.isdisjoint(map(_NAME, headers)):
+        sent = list(headers)
+    else:
+        sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
     sent.append((b"traceparent", span.traceparent().encode()))
     if span.trace_state:
         sent.append((b"tracestate", span.trace_state.to_header().encode("latin-1")))
