@@ -201,9 +201,9 @@ class ProxyEndpoint:
         capture = self.error_bytes if refused and attempt and attempt.error is None else 0
         if (key := self.keyring.injected(upstream, wire)) is not None:  # it may quote the key
             response = await scrubbed(response, key) if status >= 400 else masked(response, key)
-        if state.trace is not None:  # telemetry: the answer read as it is relayed
-            response = state.trace.reading(response)
         out = ClientHeaders(response.headers, self._own_headers(state), log)
+        # telemetry: the answer read as it is relayed
+        observe = state.trace.reading(out.sse) if state.trace is not None else None
         await start_response(state.scope, state.send, status, out.headers)
         sse = out.sse and attempt is not None
         errors = ErrorEvent(self.error_bytes, wire.stream_error) if sse else None
@@ -215,6 +215,7 @@ class ProxyEndpoint:
             capture=capture,
             shape=wire.error_shape,
             errors=errors,
+            observe=observe,
         )
         state.ended(ending)
         if errors is not None and errors.found is not None and attempt is not None:

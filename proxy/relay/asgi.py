@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from contextvars import ContextVar
 
 from starlette.types import Message, Receive, Scope, Send
@@ -162,6 +163,7 @@ async def relay_body(
     capture: int = 0,
     shape: Shape = "openai",
     errors: ErrorEvent | None = None,
+    observe: Callable[[bytes], None] | None = None,
 ) -> tuple[Ending, bytes | None]:
     """Relay the upstream body chunk by chunk; return how it ended and the captured prefix.
 
@@ -170,7 +172,8 @@ async def relay_body(
     ``shape`` when the failure falls between events, so SDKs raise instead of taking a
     cut stream for a whole one); a sized one is left incomplete and uvicorn closes the
     connection, so the client cannot mistake the truncated body for a whole one. The upstream
-    response is closed however it ends (cancelled included). ``errors`` is fed every chunk.
+    response is closed however it ends (cancelled included). ``errors`` is fed every chunk, and
+    so is ``observe`` (a reader of the answer's own, e.g. telemetry's), before it is sent.
     """
     captured = bytearray() if capture else None
     last = b"\n\n"
@@ -181,6 +184,8 @@ async def relay_body(
                 captured += chunk[: capture - len(captured)]
             if errors is not None:
                 errors.feed(chunk)
+            if observe is not None:
+                observe(chunk)
             await send(_body(chunk))
             last = chunk
         end = "complete"

@@ -21,7 +21,6 @@ Where each API puts what (one reader for all rows):
 
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import Any
 
@@ -33,9 +32,6 @@ JSON_LIMIT = 1 << 20
 LINE_LIMIT = 1 << 20
 #: Bytes that make an SSE event worth parsing (one search of a chunk, in C).
 _WANTED = re.compile(rb'usage|finish_reason": ?"|stop_reason": ?"|finishReason|completed')
-
-_INPUT = ("input_tokens", "prompt_tokens", "promptTokenCount")
-_OUTPUT = ("output_tokens", "completion_tokens", "candidatesTokenCount")
 
 
 class AnswerReader:
@@ -57,7 +53,7 @@ class AnswerReader:
 
     def __init__(self, sse: bool) -> None:
         self.sse = sse
-        self.json = bytearray()
+        self.json: list[bytes] = []  # a JSON answer's chunks (kept, not copied)
         self.tail = b""
         self.size = 0
         self.parsed = 0  # SSE events parsed
@@ -72,7 +68,9 @@ class AnswerReader:
         self.size += len(chunk)
         if not self.sse:
             if self.size <= JSON_LIMIT:
-                self.json += chunk
+                self.json.append(chunk)
+            elif self.json:  # too large to be read: nothing kept
+                self.json = []
             return
         data = self.tail + chunk if self.tail else chunk
         if self.parsed and _WANTED.search(data) is None:  # no event here worth parsing
@@ -94,10 +92,14 @@ class AnswerReader:
                 self._line(self.tail)
             self.tail = b""
             return
-        if self.json and self.size <= JSON_LIMIT:
-            with contextlib.suppress(orjson.JSONDecodeError):
-                self.absorb(orjson.loads(self.json), whole=True)
-        self.json = bytearray()
+        parts, self.json = self.json, []
+        if not parts or self.size > JSON_LIMIT:
+            return
+        try:
+            answer = orjson.loads(parts[0] if len(parts) == 1 else b"".join(parts))
+        except orjson.JSONDecodeError:
+            return
+        self.absorb(answer, whole=True)
 
     def _line(self, line: bytes) -> None:
         if not line.startswith(b"data:"):
@@ -117,50 +119,67 @@ class AnswerReader:
             return
         if whole and self.answer is None:  # the outer object (Code Assist wraps its answer)
             self.answer = obj
-        for key in ("response", "message"):  # Responses events, Code Assist; message_start
-            inner = obj.get(key)
-            if type(inner) is dict:
-                self.absorb(inner)
-        found_id = obj.get("id") or obj.get("responseId")
+        get = obj.get
+        inner = get("response")  # Responses events, Code Assist
+        if type(inner) is dict:
+            self.absorb(inner)
+        inner = get("message")  # message_start
+        if type(inner) is dict:
+            self.absorb(inner)
+        found_id = get("id") or get("responseId")
         if type(found_id) is str and self.response_id is None:
             self.response_id = found_id
-        model = obj.get("model") or obj.get("modelVersion")
+        model = get("model") or get("modelVersion")
         if type(model) is str:
             self.response_model = model
-        self._usage(obj.get("usage") or obj.get("usageMetadata"))
-        self._finish(obj)
-
-    def _usage(self, usage: Any) -> None:
-        if type(usage) is not dict:
-            return
-        found = _count(usage, _INPUT)
-        if found is not None:
-            self.input_tokens = found
-        found = _count(usage, _OUTPUT)
-        if found is not None:
-            self.output_tokens = found
-
-    def _finish(self, obj: dict[str, Any]) -> None:
-        reasons: list[Any] = []
-        choices = obj.get("choices") or obj.get("candidates")
-        if type(choices) is list:
-            for choice in choices:
-                if type(choice) is dict:
-                    reasons.append(choice.get("finish_reason") or choice.get("finishReason"))
-        delta = obj.get("delta")
-        reasons.append(obj.get("stop_reason"))
-        if type(delta) is dict:
-            reasons.append(delta.get("stop_reason"))
-        if obj.get("object") == "response":  # Responses: its status says how it ended
-            reasons.append(obj.get("status"))
-        named = [r for r in reasons if type(r) is str and r and r != "in_progress"]
+        usage = get("usage") or get("usageMetadata")
+        if type(usage) is dict:
+            self._usage(usage)
+        named = _finished(obj)
         if named:
             self.finish_reasons = named
 
+    def _usage(self, usage: dict[str, Any]) -> None:
+        # The first of each API's names that holds an int (unrolled: this runs per answer).
+        get = usage.get
+        found = get("input_tokens")
+        if type(found) is not int:
+            found = get("prompt_tokens")
+            if type(found) is not int:
+                found = get("promptTokenCount")
+        if type(found) is int:
+            self.input_tokens = found
+        found = get("output_tokens")
+        if type(found) is not int:
+            found = get("completion_tokens")
+            if type(found) is not int:
+                found = get("candidatesTokenCount")
+        if type(found) is int:
+            self.output_tokens = found
 
-def _count(usage: dict[str, Any], keys: tuple[str, ...]) -> int | None:
-    for key in keys:
-        value = usage.get(key)
-        if type(value) is int:
-            return value
-    return None
+
+def _finished(obj: dict[str, Any]) -> list[str]:
+    """The finish reasons ``obj`` names, in order (none: an empty list): its choices' or
+    candidates', its ``stop_reason``, its ``delta``'s, a Responses object's ``status``
+    (``in_progress`` names none)."""
+    named: list[str] = []
+    choices = obj.get("choices") or obj.get("candidates")
+    if type(choices) is list:
+        for choice in choices:
+            if type(choice) is dict:
+                reason = choice.get("finish_reason") or choice.get("finishReason")
+                if type(reason) is str and reason and reason != "in_progress":
+                    named.append(reason)
+    reason = obj.get("stop_reason")
+    if type(reason) is str and reason and reason != "in_progress":
+        named.append(reason)
+    delta = obj.get("delta")
+    if type(delta) is dict:
+        reason = delta.get("stop_reason")
+        if type(reason) is str and reason and reason != "in_progress":
+            named.append(reason)
+    if obj.get("object") == "response":  # Responses: its status says how it ended
+        reason = obj.get("status")
+        if type(reason) is str and reason and reason != "in_progress":
+            named.append(reason)
+    return named

@@ -61,6 +61,18 @@ Key = frozenset[tuple[str, Any]]  # a point's attributes, in any order (as the S
 #: default limit).
 MAX_POINTS = 2000
 OVERFLOW: Key = frozenset({("otel.metric.overflow", True)})
+#: The attributes the metrics keep (the conventions' low-cardinality ones).
+METRIC_KEYS = (
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "server.address",
+    "server.port",
+    "error.type",
+)
+#: Attribute orders remembered (:attr:`Histograms.found`), a few per point.
+_FOUND_SIZE = 4 * MAX_POINTS
 
 
 class _Point:
@@ -78,6 +90,17 @@ class _Point:
         self.buckets[bisect_left(boundaries, value)] += 1
 
 
+class _Points:
+    """The points one set of attributes adds to (its token points made when first used)."""
+
+    __slots__ = ("duration", "input", "items", "output")
+
+    def __init__(self, duration: _Point, items: tuple[tuple[str, Any], ...]) -> None:
+        self.duration, self.items = duration, items
+        self.input: _Point | None = None
+        self.output: _Point | None = None
+
+
 class Histograms:
     """The two histograms, their points by (histogram, attributes)."""
 
@@ -87,6 +110,11 @@ class Histograms:
         self.points: dict[tuple[int, Key], _Point] = {}
         self.counts = [0] * len(METRICS)  # points per histogram
         self.lock = threading.Lock()
+        #: Each histogram's point by the attributes as given, in their order (a tuple hashes
+        #: faster than a frozenset is built).
+        self.found: dict[tuple[tuple[str, Any], ...], _Points] = {}
+        #: The same by the values of :data:`METRIC_KEYS` (:meth:`measured`).
+        self.by_values: dict[tuple[Any, ...], _Points] = {}
 
     def request(
         self,
@@ -96,25 +124,65 @@ class Histograms:
         output_tokens: int | None,
     ) -> None:
         """One operation: its duration, and the tokens its answer said it used."""
-        key = frozenset(attributes.items())
+        items = tuple(attributes.items())
         with self.lock:
-            self._add(DURATION, key, duration)
-            if input_tokens is not None:
-                self._add(TOKENS, key | _INPUT, input_tokens)
-            if output_tokens is not None:
-                self._add(TOKENS, key | _OUTPUT, output_tokens)
+            found = self.found.get(items)
+            if found is None:
+                found = self._remember(self.found, items, items)
+            self._add(found, duration, input_tokens, output_tokens)
 
-    def _add(self, which: int, key: Key, value: float) -> None:
-        boundaries = METRICS[which][3]
+    def measured(
+        self,
+        duration: float,
+        values: tuple[Any, ...],
+        input_tokens: int | None,
+        output_tokens: int | None,
+    ) -> None:
+        """:meth:`request` with the attributes given as the values of :data:`METRIC_KEYS`, in
+        that order, None where absent (a span's, read in one call of C: ``map(found.get,
+        METRIC_KEYS)``)."""
+        with self.lock:
+            found = self.by_values.get(values)
+            if found is None:
+                named = zip(METRIC_KEYS, values, strict=True)
+                items = tuple((k, v) for k, v in named if v is not None)
+                found = self._remember(self.by_values, values, items)
+            self._add(found, duration, input_tokens, output_tokens)
+
+    def _remember(
+        self, table: dict[Any, _Points], key: Any, items: tuple[tuple[str, Any], ...]
+    ) -> _Points:
+        """The points of the attributes ``items``, kept in ``table`` under ``key``."""
+        if len(table) >= _FOUND_SIZE:
+            table.clear()
+        found = table[key] = _Points(self._point(DURATION, frozenset(items)), items)
+        return found
+
+    def _add(
+        self, found: _Points, duration: float, input_tokens: int | None, output_tokens: int | None
+    ) -> None:
+        found.duration.add(duration, DURATION_BUCKETS)
+        if input_tokens is not None:
+            if found.input is None:
+                found.input = self._point(TOKENS, frozenset(found.items) | _INPUT)
+            found.input.add(input_tokens, TOKEN_BUCKETS)
+        if output_tokens is not None:
+            if found.output is None:
+                found.output = self._point(TOKENS, frozenset(found.items) | _OUTPUT)
+            found.output.add(output_tokens, TOKEN_BUCKETS)
+
+    def _point(self, which: int, key: Key) -> _Point:
+        """The point of ``key`` in histogram ``which``, made when new (the overflow point past
+        :data:`MAX_POINTS`)."""
         point = self.points.get((which, key))
         if point is None:
             if self.counts[which] >= MAX_POINTS - 1:  # one left for the overflow point
                 key = OVERFLOW
                 point = self.points.get((which, key))
             if point is None:
-                point = self.points[which, key] = _Point(len(boundaries))
+                point = self.points[which, key] = _Point(len(METRICS[which][3]))
                 self.counts[which] += 1
-        point.add(value, boundaries)
+        return point
 
     def collect(self) -> MetricsData | None:
         """The points so far, as the SDK's exporters take them (None: nothing recorded)."""

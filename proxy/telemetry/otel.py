@@ -82,7 +82,7 @@ class Tracing:
         self.content = content_captured(settings.repair_log.capture, environ)
         #: A CLIENT span's first attributes, by upstream, URL origin and wire API (see
         #: :meth:`attributes`).
-        self.firsts: dict[tuple[str, str, Wire | None], dict[str, Any]] = {}
+        self.firsts: dict[tuple[str, str, str | None], dict[str, Any]] = {}
 
     def attributes(self, upstream: str, url: str, wire: Wire | None) -> dict[str, Any]:
         """A new CLIENT span's attributes: ``server.address``, ``server.port`` (its URL's),
@@ -90,7 +90,8 @@ class Tracing:
         once per upstream, origin and API, copied for each span."""
         end = url.find("/", url.find("//") + 2)
         origin = url if end < 0 else url[:end]
-        found = self.firsts.get((upstream, origin, wire))
+        api = wire.name if wire is not None else None  # a Wire hashes every field: its name
+        found = self.firsts.get((upstream, origin, api))
         if found is None:
             where = urlsplit(origin)
             port = where.port or (443 if where.scheme == "https" else 80)
@@ -99,7 +100,7 @@ class Tracing:
                 found["gen_ai.operation.name"] = wire.operation
                 found["gen_ai.provider.name"] = self.providers.get(upstream, upstream)
             if len(self.firsts) < 1024:  # upstreams and origins are the config's: few
-                self.firsts[upstream, origin, wire] = found
+                self.firsts[upstream, origin, api] = found
         return found.copy()
 
     def emit(self, spans: Finished) -> None:

@@ -54,6 +54,8 @@ _KEYED = frozenset({str, int, tuple})
 def _varint(n: int) -> bytes:
     if 0 <= n < 0x80:
         return _BYTE[n]
+    if 0 < n < 0x4000:  # a span's or an attribute's length: two bytes
+        return bytes((n & 0x7F | 0x80, n >> 7))
     n &= 0xFFFFFFFFFFFFFFFF  # int64 as protobuf writes it: two's complement, ten bytes
     out = bytearray()
     while n >= 0x80:
@@ -158,34 +160,44 @@ def _remember(item: tuple[str, Any]) -> bytes:
 
 
 def _span(span: Pending) -> bytes:
+    """A ``Span`` field (its tag, its length, its fields)."""
     parts = [
-        b"\x0a\x10" + span.trace_id.to_bytes(16, "big"),
-        b"\x12\x08" + span.span_id.to_bytes(8, "big"),
+        b"\x0a\x10",
+        span.trace_id.to_bytes(16, "big"),
+        b"\x12\x08",
+        span.span_id.to_bytes(8, "big"),
     ]
     if span.trace_state:
         parts.append(_str(b"\x1a", ",".join(f"{k}={v}" for k, v in span.trace_state.items())))
     if span.parent_id:
-        parts.append(b"\x22\x08" + span.parent_id.to_bytes(8, "big"))
-    parts += [
-        _str(b"\x2a", span.name),
-        _KINDS[span.kind],
-        b"\x39" + _FIXED64(span.start) if span.start else b"",
-        b"\x41" + _FIXED64(span.end) if span.end else b"",
-        _span_attributes(span.attributes),
-    ]
-    for name, attributes, when in span.events:
-        event = b"\x09" + _FIXED64(when) + _str(b"\x12", name) + _attributes(b"\x1a", attributes)
+        parts += (b"\x22\x08", span.parent_id.to_bytes(8, "big"))
+    if span.name:
+        name = span.name.encode()
+        parts += (b"\x2a", _varint(len(name)), name)
+    kind = span.kind  # SpanKind hashes in Python: its two usual values are told by identity
+    parts.append(
+        _SERVER if kind is SpanKind.SERVER else _CLIENT if kind is SpanKind.CLIENT else _KINDS[kind]
+    )
+    if span.start:
+        parts += (b"\x39", _FIXED64(span.start))
+    if span.end:
+        parts += (b"\x41", _FIXED64(span.end))
+    parts.append(_span_attributes(span.attributes))
+    for name_, attributes, when in span.events:
+        event = b"\x09" + _FIXED64(when) + _str(b"\x12", name_) + _attributes(b"\x1a", attributes)
         parts.append(_field(b"\x5a", event))
     error = span.error
     parts.append(_field(b"\x7a", _str(b"\x12", error) + b"\x18\x02") if error else b"\x7a\x00")
     remote = span.parent_id and span.remote_parent
     parts.append(_REMOTE if remote else _LOCAL)
-    return b"".join(parts)
+    found = b"".join(parts)
+    return b"\x12" + _varint(len(found)) + found
 
 
 #: ``Span.kind`` (the SDK's ``SpanKind`` value plus one), ``Span.flags`` (whether the
 #: parent's remoteness is known; whether it is remote).
 _KINDS = {kind: b"\x30" + _BYTE[kind.value + 1] for kind in SpanKind}
+_SERVER, _CLIENT = _KINDS[SpanKind.SERVER], _KINDS[SpanKind.CLIENT]
 _LOCAL, _REMOTE = b"\x85\x01" + _FIXED32(0x100), b"\x85\x01" + _FIXED32(0x300)
 
 
@@ -209,7 +221,7 @@ def encode(spans: Sequence[Pending], start: Start) -> bytes:
     """The ``ExportTraceServiceRequest`` of ``spans``, serialised: one ``ResourceSpans`` and
     one ``ScopeSpans`` (``start``, from :func:`head`), as the SDK's encoder groups them."""
     resource, resource_schema, scope, scope_schema = start
-    scope_spans = [scope, *[_field(b"\x12", _span(s)) for s in spans], scope_schema]
+    scope_spans = [scope, *map(_span, spans), scope_schema]
     inner = _field(b"\x12", b"".join(scope_spans))
     return _field(b"\x0a", resource + inner + resource_schema)
 

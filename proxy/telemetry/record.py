@@ -80,7 +80,8 @@ class Pending:
         remote_parent: bool = False,
     ) -> None:
         self.name, self.kind, self.attributes = name, kind, attributes
-        self.trace_id, self.span_id, self.parent_id = trace_id, _span_id(), parent_id
+        span_id = getrandbits(64) or _span_id()  # zero is the invalid id (one in 2**64)
+        self.trace_id, self.span_id, self.parent_id = trace_id, span_id, parent_id
         self.sampled, self.trace_state, self.remote_parent = sampled, trace_state, remote_parent
         self.start, self.end = time_ns(), 0
         self.events: list[tuple[str, dict[str, Any], int]] = []

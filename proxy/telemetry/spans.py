@@ -27,7 +27,8 @@ The request's spans go to the batch processor together when it ends
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import Callable
+from operator import itemgetter
 from time import perf_counter, time_ns
 from typing import TYPE_CHECKING, Any
 
@@ -36,9 +37,10 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from proxy.core.forward import found_at
 from proxy.core.wire import WIRES, Wire
-from proxy.relay.base import RawHeaders, UpstreamResponse
+from proxy.relay.base import RawHeaders
 from proxy.repairlog.conversation import conversation_key
 from proxy.telemetry.answer import AnswerReader
+from proxy.telemetry.histograms import METRIC_KEYS
 from proxy.telemetry.names import client_conversation
 from proxy.telemetry.record import CLIENT, Finished, Pending, root
 
@@ -49,7 +51,8 @@ if TYPE_CHECKING:
 
 LOGGER = logging.getLogger("toolcall_guard")
 PROPAGATOR = TraceContextTextMapPropagator()
-_CONTEXT_HEADERS = (b"traceparent", b"tracestate")
+_CONTEXT_HEADERS = frozenset((b"traceparent", b"tracestate"))
+_NAME = itemgetter(0)  # a raw header's name
 
 
 class RequestTrace:
@@ -60,10 +63,13 @@ class RequestTrace:
     def __init__(self, tracing: Tracing, state: RequestState) -> None:
         self.tracing = tracing
         sent = None
-        for k, v in state.scope["headers"]:
-            if k in _CONTEXT_HEADERS:
-                sent = sent or {}
-                sent[k.decode("latin-1")] = v.decode("latin-1")
+        headers = state.scope["headers"]
+        if not _CONTEXT_HEADERS.isdisjoint(map(_NAME, headers)):  # looked for in C: mostly not
+            sent = {
+                k.decode("latin-1"): v.decode("latin-1")
+                for k, v in headers
+                if k in _CONTEXT_HEADERS
+            }
         method, path = state.scope["method"], state.log.path
         self.server = root(
             tracing.sampler,
@@ -112,15 +118,13 @@ class RequestTrace:
         self.current = (span, index, perf_counter())
         return _continued(headers, span)
 
-    def reading(self, response: UpstreamResponse) -> UpstreamResponse:
-        """The answer the client gets, read for its attributes as it is relayed."""
+    def reading(self, sse: bool) -> Callable[[bytes], None] | None:
+        """What to feed the answer the client gets, chunk by chunk as it is relayed (``sse``:
+        a stream), to read its attributes; None: nothing to read."""
         if not self.recorded:
-            return response
-        sse = any(
-            k.lower() == b"content-type" and b"event-stream" in v for k, v in response.headers
-        )
+            return None
         self.reader = AnswerReader(sse)
-        return _Read(response, self.reader)
+        return self.reader.feed
 
     def end(self, state: RequestState) -> None:
         """The request is over: its spans end with what its state says. Never raises."""
@@ -138,13 +142,12 @@ class RequestTrace:
         found["http.response.status_code"] = log.status
         if state.api is not None:
             found["toolcall_guard.outcome"] = state.status()
-        for key, value in (
-            ("toolcall_guard.record_id", state.record_id),
-            ("toolcall_guard.ending", state.ending),
-            ("toolcall_guard.upstream", log.upstream),
-        ):
-            if value is not None:
-                found[key] = value
+        if state.record_id is not None:
+            found["toolcall_guard.record_id"] = state.record_id
+        if state.ending is not None:
+            found["toolcall_guard.ending"] = state.ending
+        if log.upstream is not None:
+            found["toolcall_guard.upstream"] = log.upstream
         if state.outcome is not None:
             for finding in state.outcome.findings:
                 _repair(span, finding.as_dict())
@@ -176,7 +179,7 @@ class RequestTrace:
         reader = self.reader if final else None
         if reader is not None:
             reader.close()
-            found.update(self._answer(state, reader))
+            self._answer(state, reader, found)
         error = _attempt_error(state, attempt, status)
         if error is not None:
             span.error = found["error.type"] = error
@@ -184,42 +187,28 @@ class RequestTrace:
         histograms = self.tracing.histograms
         if histograms is None or not self.generative:
             return
-        kept = {k: found[k] for k in _METRIC_KEYS if k in found}
+        kept = tuple(map(found.get, METRIC_KEYS))  # span attributes are never None
         tokens = (reader.input_tokens, reader.output_tokens) if reader else (None, None)
-        histograms.request(perf_counter() - started, kept, *tokens)
+        histograms.measured(perf_counter() - started, kept, *tokens)
 
-    def _answer(self, state: RequestState, reader: AnswerReader) -> dict[str, Any]:
-        """What the answer said of itself (what it did not say is left out)."""
-        found: dict[str, Any] = {}
-        for key, value in (
-            ("gen_ai.response.model", reader.response_model),
-            ("gen_ai.response.id", reader.response_id),
-            ("gen_ai.usage.input_tokens", reader.input_tokens),
-            ("gen_ai.usage.output_tokens", reader.output_tokens),
-        ):
-            if value is not None:
-                found[key] = value
+    def _answer(self, state: RequestState, reader: AnswerReader, found: dict[str, Any]) -> None:
+        """What the answer said of itself, into ``found`` (what it did not say is left out)."""
+        if reader.response_model is not None:
+            found["gen_ai.response.model"] = reader.response_model
+        if reader.response_id is not None:
+            found["gen_ai.response.id"] = reader.response_id
+        if reader.input_tokens is not None:
+            found["gen_ai.usage.input_tokens"] = reader.input_tokens
+        if reader.output_tokens is not None:
+            found["gen_ai.usage.output_tokens"] = reader.output_tokens
         if reader.finish_reasons:
             found["gen_ai.response.finish_reasons"] = tuple(reader.finish_reasons)
-        wire = WIRES.get(state.api) if state.api is not None else None
-        if reader.answer is not None and wire is not None and self.tracing.content:
-            converter = wire.genai
-            if converter is not None:
-                output = converter.output(reader.answer)
-                found["gen_ai.output.messages"] = _text(state, output)
-        return found
-
-
-#: Attributes the metrics keep (the conventions' low-cardinality ones).
-_METRIC_KEYS = (
-    "gen_ai.operation.name",
-    "gen_ai.provider.name",
-    "gen_ai.request.model",
-    "gen_ai.response.model",
-    "server.address",
-    "server.port",
-    "error.type",
-)
+        if reader.answer is None or not self.tracing.content or state.api is None:
+            return
+        wire = WIRES.get(state.api)
+        converter = wire.genai if wire is not None else None
+        if converter is not None:
+            found["gen_ai.output.messages"] = _text(state, converter.output(reader.answer))
 
 
 def _repair(span: Pending, finding: dict[str, Any]) -> None:
@@ -236,7 +225,10 @@ def _repair(span: Pending, finding: dict[str, Any]) -> None:
 def _continued(headers: RawHeaders, span: Pending) -> RawHeaders:
     """``headers`` with the trace context naming ``span`` as the parent (the client's own
     ``traceparent``/``tracestate`` replaced, not sent twice)."""
-    sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
+    if _CONTEXT_HEADERS.isdisjoint(map(_NAME, headers)):
+        sent = list(headers)
+    else:
+        sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
     sent.append((b"traceparent", span.traceparent().encode()))
     if span.trace_state:
         sent.append((b"tracestate", span.trace_state.to_header().encode("latin-1")))
@@ -276,25 +268,3 @@ def _content(state: RequestState, wire: Wire, body: Any) -> dict[str, str]:
 def _text(state: RequestState, value: Any) -> str:
     """``value`` as JSON, without the keys the request carried."""
     return state.scrub(orjson.dumps(value, default=str).decode(), None)
-
-
-class _Read:
-    """An upstream response whose body is fed to a reader as it is relayed."""
-
-    __slots__ = ("headers", "reader", "response", "status")
-
-    def __init__(self, response: UpstreamResponse, reader: AnswerReader) -> None:
-        self.response, self.reader = response, reader
-        self.status, self.headers = response.status, response.headers
-
-    @property
-    def body(self) -> AsyncIterator[bytes]:
-        return self._body()
-
-    async def _body(self) -> AsyncIterator[bytes]:
-        async for chunk in self.response.body:
-            self.reader.feed(chunk)
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self.response.aclose()

@@ -16,7 +16,7 @@ from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricsData
 from opentelemetry.sdk.resources import Resource
 
-from proxy.telemetry.histograms import METRICS, Exporting, Histograms
+from proxy.telemetry.histograms import METRIC_KEYS, METRICS, Exporting, Histograms
 from proxy.telemetry.record import SCOPE
 from tests.telemetry.conftest import Kept
 
@@ -67,6 +67,18 @@ def test_the_histograms_hold_what_the_sdk_would(recorded: list[Any]) -> None:
         ours.request(*request)
 
     assert points(ours.collect()) == points(sdk_twin(recorded))
+
+
+@settings(max_examples=100, deadline=None)
+@given(requests)
+def test_attributes_given_by_their_values_hold_the_same_points(recorded: list[Any]) -> None:
+    by_dict, by_values = Histograms(RESOURCE, SCOPE), Histograms(RESOURCE, SCOPE)
+    for seconds, attrs, input_tokens, output_tokens in recorded:
+        by_dict.request(seconds, attrs, input_tokens, output_tokens)
+        values = tuple(map(attrs.get, METRIC_KEYS))
+        by_values.measured(seconds, values, input_tokens, output_tokens)
+
+    assert points(by_values.collect()) == points(by_dict.collect())
 
 
 def test_the_points_reach_the_exporter_at_shutdown() -> None:
