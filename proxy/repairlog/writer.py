@@ -174,22 +174,28 @@ class RecordWriter:
                 if self._stopping:
                     return
                 continue
-            batch = [self._queue.popleft() for _ in range(min(size, len(self._queue)))]
-            self._in_flight = len(batch)
-            left = await self._flush(batch)
-            self._in_flight = 0
-            kept = {record.id for record in left}
-            self._unwritten.done(r for r in batch if r.id not in kept)
-            self._bytes -= sum(r.size for r in batch) - sum(r.size for r in left)
-            if left and self._stopping:  # no time to wait for the backend: count the rest
-                self.health.drop(len(left) + len(self._queue), "backend")
-                self._queue.clear()
-                self._unwritten.clear()
-                self._bytes = 0
-            elif left:
-                self._queue.extendleft(reversed(left))
-                await self._pause()
-            metrics.REPAIRLOG_QUEUE_DEPTH.set(self.pending)
+            await self._next_batch(size)
+
+    async def _next_batch(self, size: int) -> None:
+        """Write the next ``size`` records at most. A call of its own so that the batch, and the
+        bodies its records hold, is let go once written, not held outside ``queue_bytes``
+        while the writer waits for the next one."""
+        batch = [self._queue.popleft() for _ in range(min(size, len(self._queue)))]
+        self._in_flight = len(batch)
+        left = await self._flush(batch)
+        self._in_flight = 0
+        kept = {record.id for record in left}
+        self._unwritten.done(r for r in batch if r.id not in kept)
+        self._bytes -= sum(r.size for r in batch) - sum(r.size for r in left)
+        if left and self._stopping:  # no time to wait for the backend: count the rest
+            self.health.drop(len(left) + len(self._queue), "backend")
+            self._queue.clear()
+            self._unwritten.clear()
+            self._bytes = 0
+        elif left:
+            self._queue.extendleft(reversed(left))
+            await self._pause()
+        metrics.REPAIRLOG_QUEUE_DEPTH.set(self.pending)
 
     async def _wait_for_batch(self) -> None:
         if not self._queue and not self._stopping:
