@@ -191,12 +191,10 @@ class JsonFormatter(logging.Formatter):
 
     def request_head(self, message: str, level: int = logging.INFO) -> dict[str, Any]:
         """The head of a request's line on the proxy's logger, stamped now: fields follow."""
-        return {
-            "ts": self._ts(time.time()),
-            "level": _LEVEL_NAMES[level],
-            "logger": LOGGER.name,
-            "msg": message,
-        }
+        return self._head_dict(time.time(), _LEVEL_NAMES[level], LOGGER.name, message)
+
+    def _head_dict(self, created: float, level: str, logger: str, message: str) -> dict[str, Any]:
+        return {"ts": self._ts(created), "level": level, "logger": logger, "msg": message}
 
     def request_line(self, line: dict[str, Any]) -> str:
         """A request's line: :meth:`request_head`'s dict with the request's fields after it
@@ -205,12 +203,8 @@ class JsonFormatter(logging.Formatter):
 
     def _format_dict(self, record: logging.LogRecord, event: dict[str, Any] | None) -> str:
         """Any record: the general, slower way (a traceback, or fields that shadow the head)."""
-        line: dict[str, Any] = {
-            "ts": self._ts(record.created),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
+        level, message = record.levelname.lower(), record.getMessage()
+        line = self._head_dict(record.created, level, record.name, message)
         line.update(event or {})
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)

@@ -28,6 +28,9 @@ import orjson
 
 #: The largest JSON answer read for its attributes (bytes).
 JSON_LIMIT = 1 << 20
+#: Each API's name for the input and the output token count (chat, Responses and Messages, Gemini).
+_INPUT = ("input_tokens", "prompt_tokens", "promptTokenCount")
+_OUTPUT = ("output_tokens", "completion_tokens", "candidatesTokenCount")
 #: The longest SSE line kept while waiting for its end (a longer one is skipped).
 LINE_LIMIT = 1 << 20
 #: Bytes that make an SSE event worth parsing (one search of a chunk, in C).
@@ -140,21 +143,11 @@ class AnswerReader:
             self.finish_reasons = named
 
     def _usage(self, usage: dict[str, Any]) -> None:
-        # The first of each API's names that holds an int (unrolled: this runs per answer).
-        get = usage.get
-        found = get("input_tokens")
-        if type(found) is not int:
-            found = get("prompt_tokens")
-            if type(found) is not int:
-                found = get("promptTokenCount")
-        if type(found) is int:
+        found = _count(usage, _INPUT)
+        if found is not None:
             self.input_tokens = found
-        found = get("output_tokens")
-        if type(found) is not int:
-            found = get("completion_tokens")
-            if type(found) is not int:
-                found = get("candidatesTokenCount")
-        if type(found) is int:
+        found = _count(usage, _OUTPUT)
+        if found is not None:
             self.output_tokens = found
 
 
@@ -183,3 +176,12 @@ def _finished(obj: dict[str, Any]) -> list[str]:
         if type(reason) is str and reason and reason != "in_progress":
             named.append(reason)
     return named
+
+
+def _count(usage: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    """The first of each API's names for a token count in ``usage`` that holds an int."""
+    for key in keys:
+        value = usage.get(key)
+        if type(value) is int:
+            return value
+    return None
