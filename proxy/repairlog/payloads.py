@@ -43,9 +43,16 @@ _SEQ, _VALUE, _RAW, _BODY = "$seq", "$v", "$raw", "$body"
 _MARKERS = frozenset({_SEQ, _VALUE, _RAW, _BODY})
 
 
+#: A fresh hasher, copied for each payload: a copy costs a third less than ``blake2b(data,
+#: digest_size=…)``, which parses its keywords and sets up the parameter block every time.
+_BLAKE2B = hashlib.blake2b(digest_size=DIGEST_SIZE)
+
+
 def digest_of(data: bytes) -> bytes:
     # No domain separation is needed: equal bytes are equal content, whatever they stand for.
-    return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
+    hasher = _BLAKE2B.copy()
+    hasher.update(data)
+    return hasher.digest()
 
 
 def names(digests: list[bytes]) -> str:
