@@ -34,6 +34,7 @@ from proxy.core.forward import found_at
 from proxy.core.wire import Wire, wire_of_record
 from proxy.repairlog.conversation import conversation_key
 from proxy.repairlog.credentials import Checked, listed_clear, without_credentials
+from proxy.repairlog.ends import Ends, ends_of
 from proxy.repairlog.record import Record, copied
 from proxy.repairlog.vocabulary import stored_key, stored_path
 
@@ -88,7 +89,7 @@ def apply_capture(
     conversation = record.conversation or conversation_key(
         record.path, record.received, (record.upstream, record.owner)
     )
-    received, clear = _received(record, checked, conversation)
+    received, clear, ends = _received(record, checked, conversation)
 
     def transform(body: Any) -> Any:
         if body is record.received:
@@ -110,6 +111,7 @@ def apply_capture(
     return copied(
         record,
         conversation=conversation,
+        ends=ends,
         received=transform(record.received),
         forwarded=None if record.forwarded is None else transform(record.forwarded),
         findings=record.findings if mode == "full" else [finding(f) for f in record.findings],
@@ -120,18 +122,35 @@ def apply_capture(
     )
 
 
-def _received(record: Record, checked: Checked | None, conversation: str | None) -> tuple[Any, Any]:
-    """The received body without credentials, and a body known to hold none (or None) that the
-    others share most values with. A repaired body's history was serialised as it was sent
-    (:attr:`Record.listed`): that JSON is searched (where it grew since the conversation's
-    last), and the received body checked only where it differs from the forwarded one, instead
-    of serialising the whole received body again (issue 34)."""
+def _received(
+    record: Record, checked: Checked | None, conversation: str | None
+) -> tuple[Any, Any, Ends | None]:
+    """The received body without credentials, a body known to hold none (or None) that the
+    others share most values with, and how the received history shares items with the
+    forwarded one (:mod:`.ends`; for the packer). A repaired body's history was serialised as
+    it was sent (:attr:`Record.listed`): that JSON is searched (where it grew since the
+    conversation's last), and the received body checked only where it differs from the
+    forwarded one, instead of serialising the whole received body again (issue 34)."""
     forwarded, listed = record.forwarded, record.listed
     key = None if conversation is None else conversation + ":listed"
     if listed is not None and listed_clear(forwarded, listed, checked, key):
-        return without_credentials(record.received, forwarded), forwarded
+        ends = _history_ends(record.received, forwarded, listed[0])
+        return without_credentials(record.received, forwarded, ends=ends), forwarded, ends
     received = without_credentials(record.received, None, checked, conversation)
-    return received, (record.received if received is record.received else None)
+    return received, (record.received if received is record.received else None), None
+
+
+def _history_ends(received: Any, forwarded: Any, history: list[Any]) -> Ends | None:
+    """How the received body's list under the name of ``forwarded``'s ``history`` shares items
+    with it (None when there is no such list, or it is the very same)."""
+    if type(received) is dict and type(forwarded) is dict:
+        for name, value in forwarded.items():
+            if value is history:
+                items = received.get(name)
+                if type(items) is not list or items is history:  # never compared then
+                    return None
+                return ends_of(items, history)
+    return None
 
 
 def _attempt(

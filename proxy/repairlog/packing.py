@@ -9,17 +9,16 @@ hashed. Pure: no I/O.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
-from itertools import chain, compress
-from operator import is_not
+from itertools import chain
 from typing import Any
 
 import orjson
 
 from proxy.repairlog.carry import Packed, Sequences, shared_prefix
+from proxy.repairlog.ends import Ends, ends_of
 from proxy.repairlog.payloads import _BODY, _SEQ, _VALUE, CHUNK, MIN_BLOB, digest_of, escaped, names
 
 
@@ -117,6 +116,7 @@ class Packer:
         base: Mapping[str, Listed] | None = None,
         conversation: str | None = None,
         listed: tuple[Any, bytes] | None = None,
+        ends: Ends | None = None,
     ) -> Any:
         """The skeleton of one request body (any JSON value).
 
@@ -127,12 +127,13 @@ class Packer:
         a few bytes and hashes only what the repair made. With ``conversation`` (and a
         memory), a list is compared with the one that conversation's previous turn held under
         the same key (:mod:`~proxy.repairlog.carry`); ``listed`` is a list of the body and its
-        JSON, when the caller has it (not serialised again).
+        JSON, when the caller has it (not serialised again); ``ends``: how a list of the body
+        and the base's are known to share items (:mod:`~proxy.repairlog.ends`).
         """
         if not isinstance(body, dict) or (len(body) == 1 and _BODY in body):
             return {_BODY: self.value(body)}
         if base is not None:
-            return {key: self._against(value, base.get(key)) for key, value in body.items()}
+            return {key: self._against(value, base.get(key), ends) for key, value in body.items()}
         self.sequences = {}
         carry = conversation if self._memory is not None else None
         return {key: self._top(key, value, carry, listed) for key, value in body.items()}
@@ -151,13 +152,13 @@ class Packer:
         self.sequences[key] = Listed(value, digests)
         return {_SEQ: sequence}
 
-    def _against(self, value: Any, base: Listed | None) -> Any:
+    def _against(self, value: Any, base: Listed | None, ends: Ends | None = None) -> Any:
         """A top-level value of a body packed against a base (a list becomes a patch)."""
         if not (isinstance(value, list) and value):
             return self.value(value)
         if base is None:
             return {_SEQ: self._sequence(self._items(value))[0]}
-        return {_SEQ: self._patched(value, base)}
+        return {_SEQ: self._patched(value, base, ends)}
 
     def value(self, value: Any) -> Any:
         """One value, stored by digest unless it is small (then inline)."""
@@ -184,13 +185,10 @@ class Packer:
             digests.append(digest)
         return digests
 
-    def _patched(self, items: list[Any], base: Listed) -> dict[str, Any]:
+    def _patched(self, items: list[Any], base: Listed, known: Ends | None = None) -> dict[str, Any]:
         """``items`` as a patch against ``base``: the items at either end that are ``base``'s
         own item objects (the repair left them alone) are shared without hashing them."""
-        old = base.items
-        most = min(len(items), len(old))
-        head = same_objects(items, old, most)
-        tail = same_objects(reversed(items), reversed(old), most - head)
+        _, _, head, tail = ends_of(items, base.items, known)
         middle = self._items(items[head : len(items) - tail])
         return _patch(base.digests, middle, head, tail)
 
@@ -241,12 +239,6 @@ class Packer:
             self.blobs[digest] = data
             chunks.append(digest)
         return {"c": names(chunks), "t": names(digests[full:])}, chunks
-
-
-def same_objects(items: Iterable[Any], old: Iterable[Any], most: int) -> int:
-    """How many leading items of ``items`` (``most`` at most) are the very objects of ``old``:
-    compared in C, up to the first that differs."""
-    return min(next(compress(itertools.count(), map(is_not, items, old)), most), most)
 
 
 def _patch(base: list[bytes], middle: list[bytes], head: int, tail: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import uuid_utils
 
 from proxy.endings import Ending
+from proxy.repairlog.ends import Ends
 
 # Ending is re-exported while api/state.py still imports it from here.
 __all__ = ["OUTCOMES", "Ending", "Outcome", "Record", "copied", "new_record_id", "utcnow"]
@@ -78,6 +79,10 @@ class Record:
     #: apart by it, so no client can count its turns on another's conversation, and a client
     #: key reads only the records it owns (``/repairs``).
     owner: str | None = field(default=None, compare=False)
+    #: How the received history and the forwarded one (``listed``'s) share items, as the
+    #: capture step worked it out (:mod:`~proxy.repairlog.ends`): the packer takes it from
+    #: here instead of comparing them again; not stored.
+    ends: Ends | None = field(default=None, repr=False, compare=False)
 
 
 #: Every field's value of a record, in ``Record``'s order (read in C).

@@ -9,6 +9,7 @@ from typing import Any
 
 from proxy.repairlog.base import ALL_FIELDS, dumps, rule_counts
 from proxy.repairlog.conversation import RepeatKey, finding_key
+from proxy.repairlog.ends import Ends
 from proxy.repairlog.packing import Listed, Packer
 from proxy.repairlog.record import Record, utcnow
 
@@ -44,6 +45,7 @@ def record_row(
         packer,
         record.conversation,
         record.listed,
+        record.ends,
     )
 
     key = keys.get(record.id)
@@ -86,6 +88,7 @@ def pack_bodies(
     packer: Packer,
     conversation: str | None = None,
     listed: tuple[Any, bytes] | None = None,
+    ends: Ends | None = None,
 ) -> dict[str, Any]:
     """``row``'s bodies packed: one whole (against its ``conversation``'s previous turn), the
     other and each attempt's ``forwarded`` as patches against it; ``findings``, when given, as
@@ -93,7 +96,8 @@ def pack_bodies(
 
     The whole one is ``received``, unless ``listed`` (see :attr:`Record.listed`) holds a list of
     ``forwarded``: its JSON is at hand, so ``forwarded`` is packed whole and ``received`` as
-    the patch (:func:`unpack_bodies` tells which from the skeletons).
+    the patch (:func:`unpack_bodies` tells which from the skeletons), its history's items shared
+    with ``forwarded`` as ``ends`` says when it was worked out for them (:attr:`Record.ends`).
     """
     out = dict(row)
     if out.get("findings") is not None:
@@ -106,7 +110,7 @@ def pack_bodies(
         out[whole] = packer.body(out[whole], conversation=conversation, listed=listed)
         base = packer.sequences
     if out.get(patched) is not None:
-        out[patched] = packer.body(out[patched], base)
+        out[patched] = packer.body(out[patched], base, ends=ends)
     if out.get("attempts"):
         out["attempts"] = [_packed_attempt(a, packer, base) for a in out["attempts"]]
     return out

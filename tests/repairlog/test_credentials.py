@@ -17,6 +17,7 @@ from proxy.repairlog.credentials import (
     is_credential,
     listed_clear,
     may_hold_credential,
+    unclosed,
     without_credentials,
 )
 
@@ -142,6 +143,15 @@ def test_a_text_searched_past_what_it_shares_with_one_without_match_is_judged_al
         return
     data = old[: max(0, len(old) - cut)] + (ending[seam:] + after).encode()
     assert may_hold_credential(data, _new_since(data, old)) == may_hold_credential(data)
+
+
+#: Texts ending in runs of closing brackets, with other bytes among them.
+BRACKETED = st.lists(st.sampled_from([b"]", b"}", b"] ", b"x", b"]}", b'"', b"\xff"])).map(b"".join)
+
+
+@given(BRACKETED)
+def test_the_unclosed_length_is_that_of_the_text_stripped_of_closing_brackets(data: bytes) -> None:
+    assert unclosed(data) == len(data.rstrip(b"]}"))
 
 
 def test_the_memory_of_checked_bodies_is_bounded_and_searches_only_what_is_new() -> None:

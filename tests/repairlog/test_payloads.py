@@ -7,6 +7,7 @@ retention takes the payloads no record references any more.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import sqlite3
 from datetime import timedelta
@@ -16,8 +17,9 @@ from typing import Any
 import pytest
 
 from proxy.repairlog import Record, RecordQuery, RepairLog
+from proxy.repairlog.conversation import _hex
 from proxy.repairlog.packing import Packer
-from proxy.repairlog.payloads import CHUNK, chunk_refs, leaf_refs, unpack
+from proxy.repairlog.payloads import CHUNK, _split, chunk_refs, digest_of, leaf_refs, names, unpack
 from proxy.repairlog.rows import pack_bodies
 from tests.repairlog.records import T0
 
@@ -48,6 +50,23 @@ def _roundtrip(body: Any) -> Any:
 @pytest.mark.parametrize("body", TRICKY_BODIES)
 def test_a_packed_body_unpacks_to_itself(body: Any) -> None:
     assert _roundtrip(body) == body
+
+
+def test_digests_are_those_stored_logs_hold() -> None:
+    """A payload's address is BLAKE2b-96 of its bytes, a key's BLAKE2b-64 of its parts' JSON:
+    logs written before keep answering (pinned values), each digest of its own bytes only."""
+    item = b'{"role":"user","content":"hi"}'
+    assert digest_of(item).hex() == "c596eaa636e18901f8acb1a4"
+    assert digest_of(b"").hex() == "b8e1dda3ac0aa3820ad2990b"
+    assert digest_of(item).hex() == "c596eaa636e18901f8acb1a4"  # nothing carried over
+    assert _hex("start", "/v1/chat/completions", [], "x") == "c4e1546c98afdf64"
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, CHUNK, CHUNK + 1])
+def test_digests_are_named_in_base64_and_read_back(count: int) -> None:
+    digests = [digest_of(bytes([n])) for n in range(count)]
+    assert names(digests) == base64.b64encode(b"".join(digests)).decode()
+    assert _split(names(digests)) == digests
 
 
 def _turn(n: int, *, broken: bool = True, conversation: str = "c1", topic: str = "") -> Record:
