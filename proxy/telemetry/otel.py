@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -69,6 +69,11 @@ class Tracing:
         else:  # an exporter of the SDK's: fed ReadableSpans
             span_exporter = Readable(span_exporter, self.resource)
         self.processor = BatchSpanProcessor(span_exporter)
+        #: Where a request's spans are queued: the batch processor's queue itself (its
+        #: ``on_end`` only checks that a span is sampled first, which a request's ended spans
+        #: always are), or ``on_end`` where the installed SDK has no such queue.
+        inner = getattr(self.processor, "_batch_processor", None)
+        self.queue: Callable[[Any], None] = getattr(inner, "emit", None) or self.processor.on_end
         #: The GenAI client histograms (:mod:`proxy.telemetry.histograms`), None: not asked.
         self.histograms: Histograms | None = None
         self.exporting: Exporting | None = None
@@ -83,6 +88,32 @@ class Tracing:
         #: A CLIENT span's first attributes, by upstream, URL origin and wire API (see
         #: :meth:`attributes`).
         self.firsts: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+        #: A CLIENT span's name and first attributes, by upstream, origin, API and model (see
+        #: :meth:`client`).
+        self.clients: dict[tuple[str, ...], tuple[str, dict[str, Any]]] = {}
+
+    def client(
+        self, upstream: str, url: str, wire: Wire | None, model: str, method: str
+    ) -> tuple[str, dict[str, Any]]:
+        """A new CLIENT span's name (``{operation} {model}``, the method when no wire API
+        serves it) and first attributes (:meth:`attributes`, ``gen_ai.request.model``); built
+        once per upstream, URL origin, API and model, the attributes copied for each span."""
+        end = url.find("/", url.find("//") + 2)
+        origin = url if end < 0 else url[:end]  # not the query: a client's key may be there
+        key = (
+            (upstream, origin, wire.name, model) if wire is not None else (upstream, origin, method)
+        )
+        found = self.clients.get(key)
+        if found is None:
+            attrs = self.attributes(upstream, origin, wire)
+            name = method
+            if wire is not None:
+                attrs["gen_ai.request.model"] = model
+                name = f"{wire.operation} {model}" if model else wire.operation
+            found = (name, attrs)
+            if len(self.clients) < 1024:  # the config's URLs, the models clients name: few
+                self.clients[key] = found
+        return found[0], found[1].copy()
 
     def attributes(self, upstream: str, url: str, wire: Wire | None) -> dict[str, Any]:
         """A new CLIENT span's attributes: ``server.address``, ``server.port`` (its URL's),
@@ -107,7 +138,7 @@ class Tracing:
         """A request's spans ended: to the batch processor as one item (which drops it if its
         queue is full)."""
         if spans:
-            self.processor.on_end(spans)  # type: ignore[arg-type]  # exported as it is
+            self.queue(spans)  # exported as it is
 
     def force_flush(self) -> None:
         self.processor.force_flush()

@@ -128,19 +128,20 @@ def _span_attributes(attributes: Mapping[str, Any]) -> bytes:
     """A span's attributes (field 9), looked up in the table at C speed when every value is
     of a type it keys exactly (``1``, ``1.0`` and ``True`` are equal keys, their bytes are
     not: only ``str``, ``int`` and tuples of ``str`` are kept, so only those are looked up)."""
-    found: list[bytes | None]
-    if _KEYED.issuperset(map(type, attributes.values())):
-        try:
-            found = list(map(_table.get, attributes.items()))
-        except TypeError:  # a tuple holding something unhashable
-            found = [None] * len(attributes)
-    else:
+    if not _KEYED.issuperset(map(type, attributes.values())):
         return _attributes(b"\x4a", attributes)
-    if None in found:
-        for n, item in enumerate(attributes.items()):
-            if found[n] is None:
-                found[n] = _remember(item)
-    return b"".join(found)  # type: ignore[arg-type]  # no None left
+    try:  # a miss is a None the join refuses; a tuple holding something unhashable, a get
+        return b"".join(map(_table.get, attributes.items()))  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    found: list[bytes] = []
+    for item in attributes.items():
+        try:
+            kept = _table.get(item)
+        except TypeError:
+            kept = None
+        found.append(_remember(item) if kept is None else kept)
+    return b"".join(found)
 
 
 def _remember(item: tuple[str, Any]) -> bytes:
@@ -161,44 +162,65 @@ def _remember(item: tuple[str, Any]) -> bytes:
 
 def _span(span: Pending) -> bytes:
     """A ``Span`` field (its tag, its length, its fields)."""
-    parts = [
-        b"\x0a\x10",
-        span.trace_id.to_bytes(16, "big"),
-        b"\x12\x08",
-        span.span_id.to_bytes(8, "big"),
-    ]
+    trace_id = span.trace_id
+    found = _IDS(0x0A10, trace_id >> 64, trace_id & _LOW, 0x1208, span.span_id)
     if span.trace_state:
-        parts.append(_str(b"\x1a", ",".join(f"{k}={v}" for k, v in span.trace_state.items())))
-    if span.parent_id:
-        parts += (b"\x22\x08", span.parent_id.to_bytes(8, "big"))
+        found += _str(b"\x1a", ",".join(f"{k}={v}" for k, v in span.trace_state.items()))
+    parent = span.parent_id
+    if parent:
+        found += _PARENT(0x2208, parent)
     if span.name:
-        name = span.name.encode()
-        parts += (b"\x2a", _varint(len(name)), name)
+        found += _names.get(span.name) or _name(span.name)
     kind = span.kind  # SpanKind hashes in Python: its two usual values are told by identity
-    parts.append(
-        _SERVER if kind is SpanKind.SERVER else _CLIENT if kind is SpanKind.CLIENT else _KINDS[kind]
-    )
-    if span.start:
-        parts += (b"\x39", _FIXED64(span.start))
-    if span.end:
-        parts += (b"\x41", _FIXED64(span.end))
-    parts.append(_span_attributes(span.attributes))
+    found += _SERVER if kind is _SERVER_KIND else _CLIENT if kind is _CLIENT_KIND else _KINDS[kind]
+    start, end = span.start, span.end
+    if start and end:
+        found += _TIMES(0x39, start, 0x41, end)
+    elif start or end:
+        found += b"\x39" + _FIXED64(start) if start else b"\x41" + _FIXED64(end)
+    found += _span_attributes(span.attributes)
     for name_, attributes, when in span.events:
         event = b"\x09" + _FIXED64(when) + _str(b"\x12", name_) + _attributes(b"\x1a", attributes)
-        parts.append(_field(b"\x5a", event))
+        found += _field(b"\x5a", event)
     error = span.error
-    parts.append(_field(b"\x7a", _str(b"\x12", error) + b"\x18\x02") if error else b"\x7a\x00")
-    remote = span.parent_id and span.remote_parent
-    parts.append(_REMOTE if remote else _LOCAL)
-    found = b"".join(parts)
-    return b"\x12" + _varint(len(found)) + found
+    if error:
+        found += _field(b"\x7a", _str(b"\x12", error) + b"\x18\x02")
+        found += _REMOTE if parent and span.remote_parent else _LOCAL
+    else:
+        found += _OK_REMOTE if parent and span.remote_parent else _OK_LOCAL
+    size = len(found)
+    if size < 0x4000:  # a span's length: two bytes at most, mostly
+        return (_BYTE[size] if size < 0x80 else bytes((size & 0x7F | 0x80, size >> 7))).join(
+            (b"\x12", found)
+        )
+    return b"\x12" + _varint(size) + found
 
 
+def _name(name: str) -> bytes:
+    """A span name's field, kept (names are an operation and a model, or a method and path)."""
+    encoded = name.encode()
+    field = b"\x2a" + _varint(len(encoded)) + encoded
+    if len(name) <= _TABLE_VALUE:
+        if len(_names) >= _TABLE_SIZE:
+            _names.clear()
+        _names[name] = field
+    return field
+
+
+_names: dict[str, bytes] = {}
+#: The trace and span id fields (their tags, the ids big-endian), the parent id field, the
+#: start and end time fields (tag, fixed64).
+_IDS = struct.Struct(">HQQHQ").pack
+_PARENT = struct.Struct(">HQ").pack
+_TIMES = struct.Struct("<BQBQ").pack
+_LOW = (1 << 64) - 1
 #: ``Span.kind`` (the SDK's ``SpanKind`` value plus one), ``Span.flags`` (whether the
-#: parent's remoteness is known; whether it is remote).
+#: parent's remoteness is known; whether it is remote), and the empty status before them.
 _KINDS = {kind: b"\x30" + _BYTE[kind.value + 1] for kind in SpanKind}
+_SERVER_KIND, _CLIENT_KIND = SpanKind.SERVER, SpanKind.CLIENT
 _SERVER, _CLIENT = _KINDS[SpanKind.SERVER], _KINDS[SpanKind.CLIENT]
 _LOCAL, _REMOTE = b"\x85\x01" + _FIXED32(0x100), b"\x85\x01" + _FIXED32(0x300)
+_OK_LOCAL, _OK_REMOTE = b"\x7a\x00" + _LOCAL, b"\x7a\x00" + _REMOTE
 
 
 Start = tuple[bytes, bytes, bytes, bytes]

@@ -98,12 +98,9 @@ class RequestTrace:
             return _continued(headers, self.server.child("", CLIENT, {}))
         index = len(state.attempts) - 1 if state.attempts else None
         wire = WIRES.get(state.api) if state.api is not None else None
-        attrs = self.tracing.attributes(upstream, url, wire)
-        name = state.scope["method"]
+        model = state.log.model or ""
+        name, attrs = self.tracing.client(upstream, url, wire, model, state.scope["method"])
         if wire is not None:
-            model = state.log.model or ""
-            attrs["gen_ai.request.model"] = model
-            name = f"{wire.operation} {model}" if model else wire.operation
             conversation = client_conversation(state.data)
             if conversation is not None:
                 attrs["gen_ai.conversation.id"] = conversation

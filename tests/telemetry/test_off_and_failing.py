@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -21,6 +22,7 @@ from tests.telemetry.conftest import Scripted
 
 OFF = """
 import sys
+import threading
 from proxy.app import create_app
 from proxy.settings import load_settings
 app = create_app(load_settings(repair_log={"url": "memory://"}))
@@ -80,3 +82,41 @@ def test_a_collector_that_hangs_or_refuses_never_slows_a_request(
                 slowest = max(slowest, time.perf_counter() - began)
                 assert answer.status_code == 200
     assert slowest < 1.0  # the exporter's timeout is paid by its thread, never here
+
+
+def test_a_full_queue_drops_a_requests_spans_and_never_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request's spans go straight into the batch processor's queue: past its size they
+    are dropped there, while the exporter is stuck, and the request does not wait."""
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+    from opentelemetry.trace import SpanKind
+
+    from proxy.telemetry.otel import Tracing
+    from proxy.telemetry.record import Finished, Pending
+
+    class Stuck(SpanExporter):
+        def __init__(self) -> None:
+            self.release = threading.Event()
+
+        def export(self, spans: object) -> SpanExportResult:
+            self.release.wait(5)
+            return SpanExportResult.SUCCESS
+
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "3")
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "1")
+    exporter = Stuck()
+    tracing = Tracing(load_settings(repair_log={"url": "memory://"}), exporter, environ={})
+    queue = tracing.processor._batch_processor._queue
+    try:
+        began = time.perf_counter()
+        for n in range(50):
+            span = Pending(f"r{n}", SpanKind.SERVER, 7, 0, {}, sampled=True)
+            span.end = span.start + 1
+            tracing.emit(Finished([span]))
+        assert time.perf_counter() - began < 0.5
+        assert 1 <= len(queue) <= 3  # the rest dropped (one may be in the stuck export)
+    finally:
+        exporter.release.set()
+        tracing.shutdown()
