@@ -261,3 +261,23 @@ def test_the_stray_results_of_a_long_history_leave_most_calls_out_of_the_maps() 
     assert found.misplaced == [(3, 8)]
     assert found.results[(1, "call_0")] == [2]  # the others, built when read
     assert not found.at_spots
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=st.one_of(
+        histories(valid=True), histories(valid=False), factories.broken_histories("openai")
+    )
+)
+def test_the_empty_assistant_messages_are_those_a_scan_of_every_message_finds(
+    messages: list[dict[str, Any]],
+) -> None:
+    """The detector looks only at the odd messages that are not sure to make calls."""
+
+    def empty(message: dict[str, Any]) -> bool:
+        calls = bool(message.get("tool_calls")) or message.get("function_call") is not None
+        content = message.get("content")
+        return message["role"] == "assistant" and not calls and content in (None, "", [])
+
+    hits = sequence.empty_assistant_message.detect(History(messages), {})
+    assert [hit.index for hit in hits] == [i for i, m in enumerate(messages) if empty(m)]
