@@ -146,6 +146,20 @@ class Index:
         return fast.types(self.call_lists) <= {list} and fast.only(roles, ("assistant",))
 
     @cached
+    def empty_call_list(self) -> bool:
+        """Whether some caller's ``tool_calls`` is an empty list (it opens no call block)."""
+        return [] in self.call_lists
+
+    @cached
+    def answer_ids(self) -> list[Any] | None:
+        """The ``tool_call_id`` of every tool message, whatever its type; None when one has
+        none."""
+        try:
+            return fast.values(self.tool_messages, "tool_call_id")
+        except KeyError:
+            return None
+
+    @cached
     def calls(self) -> list[Any] | None:
         """Every entry of every ``tool_calls`` list in history order; None unless regular."""
         return fast.flatten(self.call_lists) if self.regular else None

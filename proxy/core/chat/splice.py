@@ -34,7 +34,10 @@ Changes = dict[str, tuple[list[Message], list[Message]]]
 
 #: The lazily computed views of an index that depend only on its callers (carried when the
 #: callers are the same messages, in the same order).
-_CALLER_VIEWS = ("caller_messages", "call_lists", "regular", "calls")
+_CALLER_VIEWS = ("caller_messages", "call_lists", "regular", "calls", "empty_call_list")
+#: The lazily computed views of an index that depend only on its tool messages (carried when
+#: they are the same messages, in the same order).
+_TOOL_VIEWS = ("answer_ids",)
 #: The roles an index pass groups first, in this order (the others follow by first appearance).
 _USUAL = ("tool", "assistant", "user")
 #: The history's views of its odd contents (:mod:`~proxy.core.chat.rules.views`): carried when
@@ -68,6 +71,8 @@ def _carry_views(index: Index, spliced: Index, same_callers: bool, changes: Chan
     """The cached views of ``index`` that hold for ``spliced`` too."""
     if same_callers:
         cached.carry(index, spliced, _CALLER_VIEWS)
+    if spliced.by_role.get("tool") is index.by_role.get("tool"):
+        cached.carry(index, spliced, _TOOL_VIEWS)
     if cached.known(index, "keys")[0]:
         cached.seed(spliced, "keys", _keys(index, spliced, changes))
 

@@ -40,7 +40,7 @@ def assert_fresh(new: History) -> None:
     assert list(carried.positions) == list(index.positions), "role order differs"
     for role, group in carried.by_role.items():
         assert list(group) == list(index.by_role[role]), f"by_role[{role!r}] differs"
-    for name in ("keys", *splice._CALLER_VIEWS):
+    for name in ("keys", *splice._CALLER_VIEWS, *splice._TOOL_VIEWS):
         known, view = cached.known(carried, name)
         if known:
             assert _same(view, getattr(index, name)), f"carried {name} differs"

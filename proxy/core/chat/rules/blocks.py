@@ -61,10 +61,10 @@ def _check(history: History) -> bool:
     if not callers:
         return not tools
     ids = _ids_in_place(history)
-    if ids is None:
+    answers = None if ids is None else index.answer_ids
+    if ids is None or answers is None:  # (None answers: a result without an id)
         return False
     try:
-        answers = fast.values(index.tool_messages, "tool_call_id")
         unique = len(set(ids)) == len(ids)
         if answers == ids:  # each result right where its call's is: ids need only be unique
             return unique or _unique_per_block(index.call_lists, ids)  # per message
@@ -73,7 +73,7 @@ def _check(history: History) -> bool:
         return _unique_per_block(index.call_lists, ids) and _same_per_block(
             index.call_lists, ids, answers
         )
-    except (TypeError, KeyError):  # a result without an id, or an unhashable one
+    except TypeError:  # an unhashable id of a result
         return False
 
 
@@ -99,7 +99,7 @@ def _ids_in_place(history: History) -> list[str] | None:
     That is, when the k-th call's result sits inside the k-th call's block, counting in order.
     """
     index = history.index
-    if not index.regular or [] in index.call_lists:
+    if not index.regular or index.empty_call_list:
         return None
     facts = views.call_facts(history)
     if facts is not None:

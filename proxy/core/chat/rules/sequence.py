@@ -74,7 +74,7 @@ def _not_calling(history: History) -> list[int]:
     message with a non-empty ``tool_calls`` list (a regular history), the callers (the usual
     odd messages of an agent's history: only the few others need a look)."""
     index = history.index
-    if not index.regular or [] in index.call_lists:
+    if not index.regular or index.empty_call_list:
         return index.odd_content
     return sorted(set(index.odd_content).difference(index.callers))
 
@@ -123,7 +123,7 @@ def _turns_in_order(history: History) -> bool:
     """Fast path: every caller opens a call block, and right after a user or tool message."""
     index = history.index
     callers = index.callers
-    if not callers or not index.regular or [] in index.call_lists or callers[0] == 0:
+    if not callers or not index.regular or index.empty_call_list or callers[0] == 0:
         return not callers
     return fast.only(fast.roles_before(history.messages, callers), ("user", "tool"))
 
