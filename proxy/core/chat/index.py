@@ -9,7 +9,7 @@ carries both over (:mod:`proxy.core.chat.splice`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,18 +74,23 @@ class Index:
         self.odd_content = odd
 
     def _set(
-        self, messages: list[Message], positions: dict[str, list[int]], kept: Index | None = None
+        self,
+        messages: list[Message],
+        positions: dict[str, list[int]],
+        kept: Index | None = None,
+        same: Set[str] = frozenset(),
     ) -> None:
         """The groups by role, from each role's positions (tool, assistant, user, then the
-        others in order of first appearance); a group whose positions are ``kept``'s very list
-        is ``kept``'s group (an edit left those messages alone)."""
+        others in order of first appearance); a group whose positions are ``kept``'s very list,
+        or whose role is in ``same``, is ``kept``'s group (an edit left those messages alone,
+        or only moved them)."""
         self.messages = messages
         #: Where each role's messages are, in order (roles with none left out).
         self.positions: Mapping[str, list[int]] = {r: p for r, p in positions.items() if p}
         old = kept.positions if kept is not None else {}
         self.by_role: Mapping[str, Sequence[Message]] = {
             role: kept.by_role[role]
-            if kept is not None and old.get(role) is where
+            if kept is not None and (old.get(role) is where or role in same)
             else fast.at(messages, where)
             for role, where in self.positions.items()
         }
@@ -99,13 +104,15 @@ class Index:
         positions: dict[str, list[int]],
         callers: list[int],
         odd_content: list[int],
+        *,
         kept: Index | None = None,
+        same: Set[str] = frozenset(),
     ) -> Index:
         """The index whose pass over ``messages`` would have found these positions (a history
         edited from an indexed one: :mod:`proxy.core.chat.splice`); groups whose positions are
-        the very lists of ``kept`` share its messages."""
+        the very lists of ``kept``, or whose role is in ``same``, share its messages."""
         index = cls.__new__(cls)
-        index._set(messages, positions, kept)
+        index._set(messages, positions, kept, same)
         index.callers = callers
         index.odd_content = odd_content
         return index
@@ -137,6 +144,20 @@ class Index:
         """
         roles = fast.values(self.caller_messages, "role")
         return fast.types(self.call_lists) <= {list} and fast.only(roles, ("assistant",))
+
+    @cached
+    def empty_call_list(self) -> bool:
+        """Whether some caller's ``tool_calls`` is an empty list (it opens no call block)."""
+        return [] in self.call_lists
+
+    @cached
+    def answer_ids(self) -> list[Any] | None:
+        """The ``tool_call_id`` of every tool message, whatever its type; None when one has
+        none."""
+        try:
+            return fast.values(self.tool_messages, "tool_call_id")
+        except KeyError:
+            return None
 
     @cached
     def calls(self) -> list[Any] | None:

@@ -95,6 +95,10 @@ def where_none(positions: Iterable[int], items: Iterable[Any]) -> list[int]:
     return [p for p, item in zip(positions, items, strict=True) if item is None]
 
 
+def held(items: Iterable[Any], key: Any) -> bool:
+    return any(key in item for item in items)
+
+
 def without(positions: Iterable[int], drop: set[int]) -> list[int]:
     return [p for p in positions if p not in drop]
 

@@ -119,6 +119,7 @@ ARGUMENTS: dict[str, Callable[[list[Message], st.DrawFn], Args]] = {
     "all_match": _match,
     "where_none": _where_none,
     "without": _without,
+    "held": lambda m, draw: [(items, draw(st.sampled_from(KEYS))) for items in (m, _calls(m))],
     "singletons": lambda m, draw: [(p,) for p in _positions(m, draw)],
     "sort_each": lambda m, draw: [(_positions(m, draw),), (_lists(m),)],
 }

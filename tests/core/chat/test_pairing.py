@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from proxy.core.chat.messages import History
 from proxy.core.chat.rules import pairing, sequence
-from proxy.core.chat.rules.blocks import analyse, well_paired
+from proxy.core.chat.rules.binding import analyse
+from proxy.core.chat.rules.blocks import well_paired
 from proxy.core.policy import build_policy
 from tests import factories
 from tests.core.chat.test_seeds import assert_well_paired
@@ -126,7 +127,7 @@ def _reference_calls(messages: list[dict[str, Any]]) -> tuple[Any, Any, set[int]
 
 def _reference_pairing(history: History) -> dict[str, Any]:
     """The binding as the one loop over every call and every tool message made it before the
-    fast paths (issue 23): the specification :func:`blocks.analyse` must keep."""
+    fast paths (issue 23): the specification :func:`binding.analyse` must keep."""
     messages = history.messages
     calls, capacity, openers = _reference_calls(messages)
     results: dict[tuple[int, str], list[int]] = {}
@@ -208,3 +209,75 @@ def test_the_analysis_binds_at_spots_in_c_and_the_rest_by_the_loop() -> None:
     assert found.results[(11, "call_4")] == [12, 13]  # the spot, then the extra in its run
     assert found.answered[(11, "call_4")] == 2
     assert found.results == dict(_reference_pairing(History(messages))["results"])
+
+
+@st.composite
+def answered_at_spots(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A well-paired history with a few tool messages added anywhere: repeats of a result (in
+    its block or elsewhere, saying the same or something else) and results of no call."""
+    messages = draw(factories.histories())
+    named = [m["tool_call_id"] for m in messages if m["role"] == "tool"] or ["call_x"]
+    for _ in range(draw(st.integers(1, 3))):
+        rid = draw(st.one_of(st.sampled_from(named), st.just("call_lost"), odd))
+        content = draw(st.sampled_from(["again", "", None]))
+        at = draw(st.integers(0, len(messages)))
+        messages.insert(at, {"role": "tool", "tool_call_id": rid, "content": content})
+    return messages
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    messages=st.one_of(
+        answered_at_spots(), histories(valid=True), factories.broken_histories("openai")
+    )
+)
+def test_a_pairing_at_spots_finds_what_its_full_maps_do(messages: list[dict[str, Any]]) -> None:
+    """The pairing that keeps only the calls the stray results bind to (issue 34) gives the
+    rules what the full maps give them: the same hits, and the same crowded calls."""
+    lean, full = History(messages), History(copy.deepcopy(messages))
+    analyse(full)._full()  # every call in the maps, as a history not answered at spots has
+    found = analyse(lean)
+    crowded = dict(found.crowded())
+    assert {key: found.capacity_of(key) for key in crowded} == {
+        key: found.capacity[key] for key in crowded
+    }
+    assert crowded == {key: where for key, where in found.results.items() if len(where) > 1}
+    for rule in pairing.RULES:
+        assert rule.detect(History(messages), {}) == rule.detect(full, {}), rule.name
+
+
+def test_the_stray_results_of_a_long_history_leave_most_calls_out_of_the_maps() -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for n in range(4):
+        call = {"id": f"call_{n}", "type": "function", "function": {"name": "f", "arguments": ""}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": "r"},
+        ]
+    messages.insert(3, {"role": "tool", "tool_call_id": "call_3", "content": "r"})  # misplaced
+    found = analyse(History(messages))
+    assert found.at_spots
+    assert found._results == {(8, "call_3"): [3, 9]}  # the one call a stray result names
+    assert found.misplaced == [(3, 8)]
+    assert found.results[(1, "call_0")] == [2]  # the others, built when read
+    assert not found.at_spots
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=st.one_of(
+        histories(valid=True), histories(valid=False), factories.broken_histories("openai")
+    )
+)
+def test_the_empty_assistant_messages_are_those_a_scan_of_every_message_finds(
+    messages: list[dict[str, Any]],
+) -> None:
+    """The detector looks only at the odd messages that are not sure to make calls."""
+
+    def empty(message: dict[str, Any]) -> bool:
+        calls = bool(message.get("tool_calls")) or message.get("function_call") is not None
+        content = message.get("content")
+        return message["role"] == "assistant" and not calls and content in (None, "", [])
+
+    hits = sequence.empty_assistant_message.detect(History(messages), {})
+    assert [hit.index for hit in hits] == [i for i, m in enumerate(messages) if empty(m)]

@@ -202,7 +202,7 @@ def empty_tool_calls(history: History, params: Params) -> list[Hit]:
     the openai SDK's ``model_dump()`` writes on every assistant message, is no hit: no upstream
     was seen refusing it. The ``remove`` repair drops the key.
     """
-    if [] not in history.index.call_lists:
+    if not history.index.empty_call_list:
         return []
     messages = history.messages
     return [

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from proxy.core.chat import fast
 from proxy.core.chat.messages import History, Message, call_id, function_name, stable_id
-from proxy.core.chat.rules.blocks import analyse, block_end, calls_of, result_id, well_paired
+from proxy.core.chat.rules.binding import analyse
+from proxy.core.chat.rules.blocks import block_end, calls_of, result_id, well_paired
 from proxy.core.chat.rules.duplicates import duplicate_tool_call_id
 from proxy.core.chat.rules.rebuild import (
     MISSING_TEXT,
@@ -85,12 +85,13 @@ def duplicate_tool_result(history: History, params: Params) -> list[Hit]:
     if well_paired(history):
         return []
     pairing = analyse(history)
-    if fast.longest(pairing.results.values()) <= 1:
+    crowded = pairing.crowded()
+    if not crowded:
         return []  # one result per call at most (every call's capacity is at least one)
     keep_first = params.get("repair") == "keep_first"
     hits: list[Hit] = []
-    for key, positions in pairing.results.items():
-        extra = len(positions) - pairing.capacity[key]
+    for key, positions in crowded:
+        extra = len(positions) - pairing.capacity_of(key)
         if extra <= 0:
             continue
         ranked = sorted(positions, key=_rank(history.messages, keep_first))
@@ -228,6 +229,8 @@ def missing_tool_result(history: History, params: Params) -> list[Hit]:
     if well_paired(history):
         return []
     pairing = analyse(history)
+    if pairing.at_spots:
+        return []  # every call answered once at its spot, each id its own
     hits = []
     for c in history.index.callers:
         seen: dict[str, int] = {}

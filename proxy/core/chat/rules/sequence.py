@@ -60,13 +60,23 @@ def empty_assistant_message(history: History, params: Params) -> list[Hit]:
     messages = history.messages
     empty = [
         i
-        for i in history.index.odd_content
+        for i in _not_calling(history)
         if _plain_assistant(messages[i]) and is_empty(messages[i].get("content"))
     ]
     if len(empty) == len(messages):  # dropping them would leave nothing to send
         detail = "assistant message without content or tool_calls, and nothing else to send"
         return [Hit(i, "", detail, fatal=True) for i in empty]
     return [Hit(i, "", "assistant message without content or tool_calls") for i in empty]
+
+
+def _not_calling(history: History) -> list[int]:
+    """The odd messages, without those sure to make calls: when every caller is an assistant
+    message with a non-empty ``tool_calls`` list (a regular history), the callers (the usual
+    odd messages of an agent's history: only the few others need a look)."""
+    index = history.index
+    if not index.regular or index.empty_call_list:
+        return index.odd_content
+    return sorted(set(index.odd_content).difference(index.callers))
 
 
 @empty_assistant_message.repair("drop")
@@ -113,7 +123,7 @@ def _turns_in_order(history: History) -> bool:
     """Fast path: every caller opens a call block, and right after a user or tool message."""
     index = history.index
     callers = index.callers
-    if not callers or not index.regular or [] in index.call_lists or callers[0] == 0:
+    if not callers or not index.regular or index.empty_call_list or callers[0] == 0:
         return not callers
     return fast.only(fast.roles_before(history.messages, callers), ("user", "tool"))
 

@@ -178,7 +178,7 @@ def odd_only_on_call_turns(history: History) -> bool:
     assistant tool-call turns.
     """
     index = history.index
-    return index.odd_content == index.callers and index.regular and [] not in index.call_lists
+    return index.odd_content == index.callers and index.regular and not index.empty_call_list
 
 
 def nulls_only_on_call_turns(history: History) -> bool:
@@ -188,7 +188,7 @@ def nulls_only_on_call_turns(history: History) -> bool:
     index = history.index
     if odd_only_on_call_turns(history):
         return True
-    if not index.regular or [] in index.call_lists:
+    if not index.regular or index.empty_call_list:
         return False
     nulls = fast.where_none(index.odd_content, odd_contents(history))
     return set(index.callers).issuperset(nulls)
