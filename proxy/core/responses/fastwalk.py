@@ -24,7 +24,7 @@ what the plain index finds when asked) on ordinary and broken histories.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from typing import Any
 
 from proxy.core.responses.index import Index, kind
@@ -128,7 +128,8 @@ def _first_place(entry: tuple[str, list[int]]) -> int:
 
 class CallIds(Mapping[int, Any]):
     """:attr:`Index.call_ids` as the walk found them: columns of positions and their
-    ``call_id``, made the plain walk's dict (by position) only when an item is looked up."""
+    ``call_id``, made a dict only when an item is looked up (a repair's index carried over).
+    Its order is the columns', not the plain walk's by position: no one reads it in order."""
 
     __slots__ = ("_columns", "_made")
 
@@ -145,10 +146,14 @@ class CallIds(Mapping[int, Any]):
     def __iter__(self) -> Iterator[int]:
         return iter(self._dict())
 
+    def items(self) -> ItemsView[int, Any]:
+        """The dict's own view (the Mapping's would look each position up in Python)."""
+        return self._dict().items()
+
     def _dict(self) -> dict[int, Any]:
         if self._made is None:
             made: dict[int, Any] = {}
             for positions, keys in self._columns:
                 made.update(zip(positions, keys, strict=True))
-            self._made = dict(sorted(made.items()))  # by position, as the plain walk's
+            self._made = made  # by kind, then position: only looked up, never listed
         return self._made

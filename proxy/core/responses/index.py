@@ -145,7 +145,7 @@ class _Edit:
 
     def __init__(self, index: Index) -> None:
         self.by_kind = dict(index.by_kind)
-        self.call_ids, self.ids = dict(index.call_ids), dict(index.ids)
+        self.call_ids, self.ids = dict(index.call_ids.items()), dict(index.ids)
         self.untyped = list(index.untyped)
         self.copied: set[str] = set()
 

@@ -3,10 +3,10 @@
 
 1. On the histories clients send (the property tests' bodies, broken the ways clients break
    them and the ways ``test_index.py`` adds: untyped items, odd or shared call ids, ids
-   everywhere) it answers, unless a call or output has no ``call_id``, and what it answers is
-   the plain walk's index: every field, the kinds in the same order, the ``call_id`` of each
-   item in the same order, and the columns it hands the rules (each kind's ``call_id``\\ s,
-   the outputs holding a list) equal to what the plain index finds when asked.
+   everywhere) it answers, unless a call or output has no ``call_id`` or an output no
+   ``output``, and what it answers is the plain walk's index: every field, the kinds in the
+   same order, and the columns it hands the rules (each kind's call ids, the outputs
+   holding a list) equal to what the plain index finds when asked.
 2. On any history with one value replaced by another JSON value or one key removed, it
    answers the plain index or nothing, and nothing where the plain walk finds some item no
    object or its type neither a string nor absent (the request is refused).
@@ -39,7 +39,7 @@ def _same(fast: Index | None, items: list[Any]) -> None:
     assert plain is not None
     assert fast == plain
     assert list(fast.by_kind) == list(plain.by_kind)
-    assert list(fast.call_ids.items()) == list(plain.call_ids.items())
+    assert dict(fast.call_ids.items()) == plain.call_ids
     assert len(fast.call_ids) == len(plain.call_ids)
     asked = Index(plain.by_kind, plain.call_ids, plain.ids, plain.untyped)  # found when asked
     for kinds in ASKED:
