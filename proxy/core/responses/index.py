@@ -16,6 +16,11 @@ A repair makes a new history object (copy-on-write). One that swaps some items
 updated for what changed, instead of the new history walking every item again: a repaired
 request costs little more than a clean one.
 
+An ordinary history is indexed by a fenced fast walk (:mod:`.fastwalk`), held to
+:func:`walk`, its plain twin, by ``tests/core/responses/test_fastwalk.py``; it hands over
+with the index what several rules would work out again from it (:meth:`Index.keys`,
+:meth:`Index.lists`).
+
 The index reads only the items, never the request or a rule's parameters. The rules' fast
 exits (:data:`FAST`) return early where the index proves they find nothing; the test suite
 compares them, and every carried index, with the rules and the index computed afresh
@@ -59,7 +64,9 @@ class Index:
     """What one walk over a Responses history found. Read-only: rules never change it."""
 
     by_kind: dict[str, list[int]]  # the positions of the items of each kind, in order
-    call_ids: Mapping[int, Any]  # the ``call_id`` of every item sent with one, by position
+    #: The ``call_id`` of every item sent with one, by position (looked up, never read in
+    #: order: the fast walk's keeps its columns until asked, :class:`~.fastwalk.CallIds`).
+    call_ids: Mapping[int, Any]
     ids: dict[int, Any]  # the ``id`` of every item sent with one, by position
     untyped: list[int]  # items without a string ``type`` (messages by their role, references)
     kind_set: frozenset[str] = field(init=False)  # the kinds present
