@@ -16,6 +16,11 @@ A repair makes a new history object (copy-on-write). One that swaps some items
 updated for what changed, instead of the new history walking every item again: a repaired
 request costs little more than a clean one.
 
+An ordinary history is indexed by a fenced fast walk (:mod:`.fastwalk`), held to
+:func:`walk`, its plain twin, by ``tests/core/responses/test_fastwalk.py``; it hands over
+with the index what several rules would work out again from it (:meth:`Index.keys`,
+:meth:`Index.lists`).
+
 The index reads only the items, never the request or a rule's parameters. The rules' fast
 exits (:data:`FAST`) return early where the index proves they find nothing; the test suite
 compares them, and every carried index, with the rules and the index computed afresh
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
@@ -59,7 +64,9 @@ class Index:
     """What one walk over a Responses history found. Read-only: rules never change it."""
 
     by_kind: dict[str, list[int]]  # the positions of the items of each kind, in order
-    call_ids: dict[int, Any]  # the ``call_id`` of every item sent with one, by position
+    #: The ``call_id`` of every item sent with one, by position (looked up, never read in
+    #: order: the fast walk's keeps its columns until asked, :class:`~.fastwalk.CallIds`).
+    call_ids: Mapping[int, Any]
     ids: dict[int, Any]  # the ``id`` of every item sent with one, by position
     untyped: list[int]  # items without a string ``type`` (messages by their role, references)
     kind_set: frozenset[str] = field(init=False)  # the kinds present
@@ -67,6 +74,10 @@ class Index:
     _merged: dict[frozenset[str], list[int]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: What :meth:`keys` and :meth:`lists` found (made when asked, or handed over by the fast
+    #: walk, :mod:`~proxy.core.responses.fastwalk`, which finds some in its loop; keyed by the
+    #: method's name and its arguments).
+    _found: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind_set", frozenset(self.by_kind))
@@ -85,6 +96,26 @@ class Index:
             merged = sorted(chain.from_iterable(self.by_kind[k] for k in present))
             self._merged[present] = merged
         return merged
+
+    def keys(self, wanted: frozenset[str]) -> list[Any]:
+        """The ``call_id`` of each item whose kind is in ``wanted``, in order; KeyError when
+        one has none (made once: the fast walk hands over those of function calls and their
+        outputs)."""
+        present = self.kind_set & wanted
+        found = self._found.get(("keys", present))
+        if found is None:
+            found = _at(self.call_ids, self.positions(wanted))
+            self._found[("keys", present)] = found
+        return found
+
+    def lists(self, items: list[Item], kind: str, key: str) -> list[int]:
+        """The positions of the items of ``kind`` (in ``items``, this index's) whose ``key``
+        is a list, in order (made once: the fast walk hands over the outputs holding parts)."""
+        found = self._found.get(("lists", kind, key))
+        if found is None:
+            found = [i for i in self.of(kind) if type(items[i].get(key)) is list]
+            self._found[("lists", kind, key)] = found
+        return found
 
     @property
     def with_id(self) -> list[int]:
@@ -121,7 +152,7 @@ class _Edit:
 
     def __init__(self, index: Index) -> None:
         self.by_kind = dict(index.by_kind)
-        self.call_ids, self.ids = dict(index.call_ids), dict(index.ids)
+        self.call_ids, self.ids = dict(index.call_ids.items()), dict(index.ids)
         self.untyped = list(index.untyped)
         self.copied: set[str] = set()
 
@@ -170,6 +201,13 @@ def _mapped(to: list[int], positions: list[int]) -> list[int]:
     if len(positions) > 1:
         return list(itemgetter(*positions)(to))
     return [to[i] for i in positions]
+
+
+def _at(keyed: Mapping[int, Any], positions: list[int]) -> list[Any]:
+    """``keyed[i] for i in positions``, built in C; KeyError when one is missing."""
+    if len(positions) > 1:
+        return list(itemgetter(*positions)(keyed))
+    return [keyed[i] for i in positions]
 
 
 def _renumbered(to: list[int], by_position: dict[int, Any]) -> dict[int, Any]:

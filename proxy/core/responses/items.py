@@ -18,6 +18,8 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from proxy.core.history import CopyOnWrite
+from proxy.core.responses import index as fast
+from proxy.core.responses.fastwalk import walked
 from proxy.core.responses.index import Index, Runs, index_of, walk
 from proxy.core.responses.index import kind as kind  # noqa: PLC0414 - the taxonomy's, read here
 from proxy.errors import MalformedHistory
@@ -155,7 +157,7 @@ class Items(CopyOnWrite):
         ``type``, only the untyped ones need the check's closer look."""
         items = _input_of(body)
         history = cls(items, request=MappingProxyType(body))
-        found = walk(items)
+        found = (walked(items) if fast.FAST else None) or walk(items)  # ordinary: walked quicker
         if found is None:
             _checked(body)  # raises: some item is not an object or its type not a string
         else:

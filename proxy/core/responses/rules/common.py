@@ -87,7 +87,7 @@ def _pair_distinct(facts: ToolFacts) -> Pairing:
     """:func:`_pair` when no two calls share a call_id, nor two outputs: each output binds to
     the one call with its call_id, answered if the call comes first, misplaced if it comes
     later, unbound if there is none; a call is open when no output has its call_id."""
-    if facts.call_keys == facts.output_keys and all(map(gt, facts.outputs, facts.calls)):
+    if facts.in_order and all(map(gt, facts.outputs, facts.calls)):
         return Pairing()  # the k-th output answers the k-th call, and comes after it
     where = dict(zip(facts.call_keys, facts.calls, strict=True))
     bound = list(map(where.get, facts.output_keys, repeat(-1)))  # -1: no call has its call_id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 from proxy.core.responses.items import Items
@@ -29,15 +30,21 @@ def responses_output_content_types(history: Items, params: Params) -> list[Hit]:
     """
     hits = []
     items = history.messages
-    for i in history.positions(_PART_OUTPUTS):
-        output = items[i].get("output")
-        if type(output) is not list:
-            continue
-        for j, part in enumerate(output):
+    for i in _listed(history):
+        for j, part in enumerate(items[i]["output"]):
             if type(part) is dict and part.get("type") == "output_text":
                 fatal = type(part.get("text")) is not str
                 hits.append(Hit(i, f".output[{j}]", "output_text part in a call output", j, fatal))
     return hits
+
+
+def _listed(history: Items) -> list[int]:
+    """The positions of the outputs whose ``output`` is a list of parts, in order."""
+    index, items = history.index, history.messages
+    found = [index.lists(items, k, "output") for k in index.kind_set & _PART_OUTPUTS]
+    if len(found) == 1:
+        return found[0]  # (shared: the index's)
+    return sorted(chain.from_iterable(found))
 
 
 @responses_output_content_types.repair("convert")

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from operator import itemgetter
-from typing import Any
 
 from proxy.core.responses.items import CALLS, OUTPUTS, Items
 
@@ -38,6 +36,7 @@ class ToolFacts:
     answered: AbstractSet[str]  # the call_ids of the outputs
     longest: int  # the length of the longest call_id
     distinct: bool  # no two calls share a call_id, nor two outputs
+    in_order: bool  # the outputs' call_ids are the calls', in the same order
 
 
 def tool_facts(history: Items) -> ToolFacts | None:
@@ -50,29 +49,25 @@ def _tool_facts(history: Items) -> ToolFacts | None:
     if not index.kind_set.isdisjoint(_AMBIGUOUS):
         return None
     calls, outputs = index.positions(CALLS), index.positions(OUTPUTS)
-    keyed = index.call_ids
-    if len(keyed) != len(calls) + len(outputs):
+    if len(index.call_ids) != len(calls) + len(outputs):
         return None  # a call or output without a call_id, or another item with one
     try:
-        call_keys, output_keys = _at(keyed, calls), _at(keyed, outputs)
+        call_keys, output_keys = index.keys(CALLS), index.keys(OUTPUTS)
+        in_order = output_keys == call_keys  # (most histories answer their calls in order)
         called = answered = set(call_keys)
-        if output_keys != call_keys:  # (most histories answer their calls in order)
+        if not in_order:
             answered = set(output_keys)
         # Every key hashes (a set holds it) and has a length: a JSON string, no other value.
-        longest = max(max(map(len, called), default=0), max(map(len, answered), default=0))
+        longest = max(map(len, called), default=0)
+        if answered is not called:
+            longest = max(longest, max(map(len, answered), default=0))
     except (KeyError, TypeError):
         return None  # a call or output without a call_id, or one that is not a string
     if "" in called or "" in answered:
         return None
     distinct = len(called) == len(call_keys) and len(answered) == len(output_keys)
-    return ToolFacts(calls, outputs, call_keys, output_keys, called, answered, longest, distinct)
-
-
-def _at(keyed: dict[int, Any], positions: list[int]) -> list[Any]:
-    """``keyed[i] for i in positions``, built in C; KeyError when one is missing."""
-    if len(positions) > 1:
-        return list(itemgetter(*positions)(keyed))
-    return [keyed[i] for i in positions]
+    columns = (calls, outputs, call_keys, output_keys)
+    return ToolFacts(*columns, called, answered, longest, distinct, in_order)
 
 
 def distinct_ids(history: Items) -> bool:
