@@ -24,6 +24,19 @@ MODELS = {"openai": "gpt-4o", "deepseek": "deepseek-reasoner", "gemini": "gemini
 SIGNATURE = {"google": {"thought_signature": "skip_thought_signature_validator"}}
 
 
+def places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside the JSON value ``value`` (keys and list positions), itself
+    first: where a property test swaps or drops one value."""
+    found = [path]
+    if type(value) is dict:
+        for key, inner in value.items():
+            found += places(inner, (*path, key))
+    elif type(value) is list:
+        for k, inner in enumerate(value):
+            found += places(inner, (*path, k))
+    return found
+
+
 def sanitize_chat(
     messages: list[Message], policy: Policy, request: dict[str, Any] | None = None
 ) -> Outcome:

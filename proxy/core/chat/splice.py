@@ -90,13 +90,7 @@ def _replaced(runs: Sequence[Run], before: int, after: int) -> list[int] | None:
     an orphan result of its own run: a tool message turned user message), else None."""
     if before != after or any(start != at for start, _, at in runs):
         return None
-    replaced: list[int] = []
-    done = 0
-    for start, end, _ in runs:
-        replaced += range(done, start)
-        done = end
-    replaced += range(done, after)
-    return replaced
+    return _gaps(runs, after)
 
 
 def _index_in_place(

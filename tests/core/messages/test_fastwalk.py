@@ -24,6 +24,7 @@ from proxy.core.messages.fastwalk import walked
 from proxy.core.messages.index import Index, walk
 from proxy.errors import MalformedHistory
 from tests.core.messages.test_properties import BREAKS, SETTINGS, Body, _break, valid_bodies
+from tests.factories import places
 
 CACHE = {"type": "ephemeral"}
 
@@ -119,18 +120,6 @@ json_values = st.recursive(
 )
 
 
-def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path to a value inside ``value`` (keys and list positions)."""
-    found = [path]
-    if type(value) is dict:
-        for key, inner in value.items():
-            found += _places(inner, (*path, key))
-    elif type(value) is list:
-        for k, inner in enumerate(value):
-            found += _places(inner, (*path, k))
-    return found
-
-
 @SETTINGS
 @given(
     body=valid_bodies("anthropic"), pick=st.integers(0, 10_000), new=json_values, drop=st.booleans()
@@ -139,8 +128,8 @@ def test_any_history_is_walked_as_the_plain_walk_walks_it_or_left_to_it(
     body: Body, pick: int, new: Any, drop: bool
 ) -> None:
     messages = copy.deepcopy(body["messages"])
-    places = _places(messages)[1:]
-    *parent_path, last = places[pick % len(places)]
+    spots = places(messages)[1:]
+    *parent_path, last = spots[pick % len(spots)]
     parent: Any = messages
     for step in parent_path:
         parent = parent[step]

@@ -27,6 +27,7 @@ from proxy.core.responses.items import CALLS, OUTPUTS, Items
 from proxy.errors import MalformedHistory
 from tests.core.responses.test_index import histories
 from tests.core.responses.test_properties import PROPERTIES, valid_bodies
+from tests.factories import places
 
 Body = dict[str, Any]
 #: The kinds whose ``call_id`` and ``output`` the rules ask the index about.
@@ -90,26 +91,14 @@ json_values = st.recursive(
 )
 
 
-def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path to a value inside ``value`` (keys and list positions)."""
-    found = [path]
-    if type(value) is dict:
-        for key, inner in value.items():
-            found += _places(inner, (*path, key))
-    elif type(value) is list:
-        for k, inner in enumerate(value):
-            found += _places(inner, (*path, k))
-    return found
-
-
 @PROPERTIES
 @given(body=valid_bodies(), pick=st.integers(0, 10_000), new=json_values, drop=st.booleans())
 def test_any_history_is_walked_as_the_plain_walk_walks_it_or_left_to_it(
     body: Body, pick: int, new: Any, drop: bool
 ) -> None:
     items = copy.deepcopy(body["input"])
-    places = _places(items)[1:]
-    *parent_path, last = places[pick % len(places)]
+    spots = places(items)[1:]
+    *parent_path, last = spots[pick % len(spots)]
     parent: Any = items
     for step in parent_path:
         parent = parent[step]
