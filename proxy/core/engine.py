@@ -97,6 +97,8 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
         history, rejected, last = _pass(history, rules, findings)
         if rejected:
             return Outcome(received.messages, tuple(findings), changed=False, rejected=True)
+        if not last:  # nothing changed: done (the usual, clean case)
+            break
         rules = tuple((r, s) for r, s in rules[:last] if s.action not in _NO_REPAIR)
         if not rules or not history.messages:
             break
@@ -106,6 +108,8 @@ def sanitize(history: Items, policy: Policy, api: str) -> Outcome:
 def outcome_of(received: Items, repaired: Items, findings: tuple[Finding, ...] = ()) -> Outcome:
     """The outcome of the repairs that made ``repaired`` of ``received``: its items, and the
     request-level fields they replaced or removed (the engine's, or the retry's one rule)."""
+    if repaired is received:  # nothing changed (the clean case: no fields to compare)
+        return Outcome(received.messages, findings, False, False)
     before, after = getattr(received, "request", None), getattr(repaired, "request", None)
     fields, removed = _changed_fields(before, after)
     changed = repaired.messages is not received.messages or bool(fields) or bool(removed)

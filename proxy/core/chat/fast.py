@@ -66,7 +66,9 @@ def at(items: list[Any], positions: list[int]) -> Sequence[Any]:
     """``items[p]`` for each of ``positions``, in order (itemgetter of one index is no tuple)."""
     if len(positions) > 1:
         return itemgetter(*positions)(items)  # type: ignore[no-any-return]
-    return [items[p] for p in positions]
+    # One position or none (the usual groups of a short history): a list display, not a
+    # comprehension, which Python 3.11 runs as a function of its own.
+    return [items[positions[0]]] if positions else []
 
 
 def values(items: Iterable[Any], key: str) -> list[Any]:

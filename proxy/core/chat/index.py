@@ -8,7 +8,6 @@ carries both over (:mod:`proxy.core.chat.splice`).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,7 @@ class Index:
     def __init__(self, messages: list[Message]) -> None:
         assistant: list[int] = []
         user: list[int] = []
-        other: defaultdict[str, list[int]] = defaultdict(list)
+        other: dict[str, list[int]] = {}  # system, developer…: a few messages at most
         tools: list[int] = []
         callers: list[int] = []
         odd: list[int] = []
@@ -61,7 +60,11 @@ class Index:
                 elif role == "user":
                     user.append(i)
                 elif type(role) is str:
-                    other[role].append(i)
+                    group = other.get(role)
+                    if group is None:
+                        other[role] = [i]
+                    else:
+                        group.append(i)
                 else:
                     raise _malformed(i, message)
                 if "tool_calls" in message:
@@ -85,16 +88,23 @@ class Index:
         or whose role is in ``same``, is ``kept``'s group (an edit left those messages alone,
         or only moved them)."""
         self.messages = messages
-        #: Where each role's messages are, in order (roles with none left out).
-        self.positions: Mapping[str, list[int]] = {r: p for r, p in positions.items() if p}
         old = kept.positions if kept is not None else {}
-        self.by_role: Mapping[str, Sequence[Message]] = {
-            role: kept.by_role[role]
-            if kept is not None and (old.get(role) is where or role in same)
-            else fast.at(messages, where)
-            for role, where in self.positions.items()
-        }
-        self.roles = frozenset(self.by_role)
+        present: dict[str, list[int]] = {}
+        by_role: dict[str, Sequence[Message]] = {}
+        # A plain loop, not comprehensions (Python 3.11 runs each as a function of its own):
+        # every request's history is indexed, most of them short.
+        for role, where in positions.items():
+            if not where:
+                continue
+            present[role] = where
+            if kept is not None and (old.get(role) is where or role in same):
+                by_role[role] = kept.by_role[role]
+            else:
+                by_role[role] = fast.at(messages, where)
+        #: Where each role's messages are, in order (roles with none left out).
+        self.positions: Mapping[str, list[int]] = present
+        self.by_role: Mapping[str, Sequence[Message]] = by_role
+        self.roles = frozenset(by_role)
         self.tools = positions["tool"]
 
     @classmethod
@@ -120,7 +130,10 @@ class Index:
     @cached
     def keys(self) -> Mapping[str, frozenset[str]]:
         """The union of the message keys, per role."""
-        return {role: fast.union(group) for role, group in self.by_role.items()}
+        keys = {}
+        for role, group in self.by_role.items():  # a loop: see _set
+            keys[role] = fast.union(group)
+        return keys
 
     @property
     def tool_messages(self) -> Sequence[Message]:

@@ -164,4 +164,4 @@ def _tool_free(history: History) -> bool:
     index = history.index
     if index.tools or index.callers or "function" in index.roles:
         return False
-    return all(_TOOL_KEYS.isdisjoint(keys) for keys in index.keys.values())
+    return all(map(_TOOL_KEYS.isdisjoint, index.keys.values()))  # map: no generator to make

@@ -133,26 +133,42 @@ def _function_keys(history: History) -> frozenset[Any] | None:
         return None
 
 
+# The odd views answer at once, unmemoised, when no content is odd (a chat of plain text turns,
+# every content a non-empty string): memoising and computing them costs a small request more
+# than the look at the index.
+
+
 def odd_roles(history: History) -> list[str]:
     """The roles of the messages with odd content (missing, null, empty or not a string).
 
     A list, for ``in`` tests: a role fresh from the JSON parser has no cached hash.
     """
+    if not history.index.odd_content:
+        return []
     return history.memo("odd_roles", _odd_roles)
 
 
 def odd_types(history: History) -> frozenset[type]:
     """The types of the odd contents (``NoneType`` for a missing one; ``str`` means ``""``)."""
+    if not history.index.odd_content:
+        return _NO_TYPES
     return history.memo("odd_types", _odd_types)
 
 
 def odd_contents(history: History) -> list[Any]:
     """The odd contents, in order (None for a missing one)."""
+    if not history.index.odd_content:
+        return []
     return history.memo("odd_contents", _odd_contents)
 
 
 def odd_messages(history: History) -> Sequence[Message]:
+    if not history.index.odd_content:
+        return []
     return history.memo("odd_messages", _odd_messages)
+
+
+_NO_TYPES: frozenset[type] = frozenset()
 
 
 def _odd_messages(history: History) -> Sequence[Message]:
