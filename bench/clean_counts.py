@@ -22,6 +22,7 @@ import http.client
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench import bodies, streams, tracing
@@ -106,8 +107,10 @@ class Counted:
         self.server.stop()
 
 
-def measure(workdir: Path, traced: bool = True) -> dict[str, dict[str, float]]:
-    """{kind: {target: instructions per request}}."""
+def measure(
+    workdir: Path, traced: bool = True, kinds: Sequence[str] = KINDS
+) -> dict[str, dict[str, float]]:
+    """{kind: {target: instructions per request}}, for each of ``kinds``."""
     upstream = Server("upstream", logdir=workdir)
     sink = Server("otlp-sink", logdir=workdir) if traced else None
     servers: dict[str, Counted] = {}
@@ -119,7 +122,7 @@ def measure(workdir: Path, traced: bool = True) -> dict[str, dict[str, float]]:
             servers["tracing on"] = Counted("tracing on", "guard", upstream.url, workdir, **env)
         return {
             kind: {name: server.per_request(kind) for name, server in servers.items()}
-            for kind in KINDS
+            for kind in kinds
         }
     finally:
         for server in servers.values():
@@ -168,11 +171,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.clean_counts", description=__doc__)
     parser.add_argument("--output", type=Path, help="also write the section to this file")
     parser.add_argument("--no-tracing", action="store_true", help="leave out tracing on")
+    parser.add_argument(
+        "--kinds", nargs="+", choices=KINDS, default=list(KINDS), help="only these scenarios"
+    )
     args = parser.parse_args()
     if not available():
         raise SystemExit("valgrind (callgrind) is not installed: apt-get install valgrind")
     with tempfile.TemporaryDirectory(prefix="toolcall-guard-counts-") as tmp:
-        text = report(measure(Path(tmp), traced=not args.no_tracing))
+        text = report(measure(Path(tmp), traced=not args.no_tracing, kinds=args.kinds))
     if args.output is not None:
         args.output.write_text(text)
     print(text)

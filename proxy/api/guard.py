@@ -78,10 +78,11 @@ class Guard:
         """Parse, route and sanitize; the upstream and the bytes to forward. ``route``: what
         the request path says (Gemini's: the model, whether it streams)."""
         started = perf_counter()
+        api = unit.name  # read once: a property
         encoding = state.content_encoding()
         text = body if encoding is None else inflated(body, encoding, self.server.max_body_bytes)
         state.received(len(text))
-        state.checking(unit.name)
+        state.checking(api)
         data = limits.parse(text, self.server.max_json_depth)
         state.read(data)
         history = self._history(state, unit, data, route.model)
@@ -92,13 +93,13 @@ class Guard:
             state.upstream_name(), state.log.model, route.endpoint
         )
         state.routed(upstream)
-        self.router.base_url(upstream, unit.base_key, unit.name)  # 400 before any work
+        self.router.base_url(upstream, unit.base_key, api)  # 400 before any work
         policy = self.policy(upstream, state)
-        outcome = sanitize(history, policy, unit.name)
+        outcome = sanitize(history, policy, api)
         elapsed = perf_counter() - started
         state.decided(outcome, policy, elapsed)
         self.counters.sanitize.observe(elapsed)
-        self._count(upstream, unit.name, outcome)
+        self._count(upstream, api, outcome)
         if outcome.rejected:
             raise rejection(outcome)
         sent = data if not outcome.changed else forwarded_body(unit.wire, data, outcome)
