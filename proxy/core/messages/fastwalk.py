@@ -128,7 +128,7 @@ def _index(
     role_set = frozenset(roles)  # the rules ask for it; its few members are checked
     _check_columns(role_set, texts, (ids, names, inputs), answers)
     by_type = Grouped(messages, kinds)
-    blank = _blank(by_type["text"], texts) if "" in texts or any(map(str.isspace, texts)) else []
+    blank = _blank(by_type["text"], texts) if not all(texts) or any(map(str.isspace, texts)) else []
     values: dict[Any, Any] = {
         ("values", "tool_use", "id"): ids,
         ("values", "tool_result", "tool_use_id"): answers,
@@ -156,7 +156,7 @@ def _check_columns(
         raise TypeError("a role that is no string")
     for column in (texts, ids, names, answers):
         "".join(column)  # a TypeError for a text or id that is no string
-    if "" in names or (inputs and set(map(type, inputs)) != _DICT):
+    if not all(names) or (inputs and set(map(type, inputs)) != _DICT):
         raise TypeError("a call without a name or an object input")
 
 

@@ -76,6 +76,14 @@ def _blank(messages: list[Body], k: int) -> None:
     messages[k % len(messages)]["content"] = " " if k % 2 else []
 
 
+def _empty_text(messages: list[Body], k: int) -> None:
+    """A text block emptied (``""``, or whitespace only): the blank texts rules look for."""
+    texts = [b for m in messages if type(m["content"]) is list for b in m["content"]]
+    texts = [b for b in texts if b["type"] == "text"]
+    if texts:
+        texts[k % len(texts)]["text"] = " \n" if k % 2 else ""
+
+
 def _text_between(messages: list[Body], k: int) -> None:
     """Text between a message's results (its first still a result): results no longer lead."""
     for m in messages[k % len(messages) :]:
@@ -101,6 +109,7 @@ EXTRA = {
     "marked": _marked,
     "odd_server_call": _odd_server_call,
     "blank": _blank,
+    "empty_text": _empty_text,
     "text_between": _text_between,
 }
 
@@ -167,6 +176,19 @@ def test_any_history_is_walked_as_the_plain_walk_walks_it_or_left_to_it(
         return
     if fast is not None:
         _same(fast, messages)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "tool_use", "id": "a", "name": "", "input": {}},
+        {"type": "tool_use", "id": "a", "name": "f", "input": "{}"},
+    ],
+)
+def test_an_odd_call_is_left_to_the_plain_walk(block: Body) -> None:
+    messages = [{"role": "assistant", "content": [block]}]
+    assert walk(messages).odd_calls == [(0, 0, block)]
+    assert walked(messages) is None
 
 
 @pytest.mark.parametrize(
