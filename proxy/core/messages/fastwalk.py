@@ -8,10 +8,18 @@ block, so this walk does less for the blocks clients send most (``text``, ``tool
 block that is no object raises, instead of being tested), dispatches on the type once, and
 tells a block with nothing more from its number of keys (a ``text`` block of two keys has no
 ``cache_control``). The checks of the values read (every role, text and id a string, every
-call named, with an object input) are made after the loop over whole columns, in C. What the
-rules would otherwise each compute from the index it hands over with it, found in the same
-loop: the id columns, the set of roles, whether results open their messages and whether each
-sits in the user message right after its call's (pairing in order).
+call named, with an object input) are made after the loop over whole columns, in C (a
+column of strings joins; parsed JSON holds no subclass of ``str``). What the rules would
+otherwise each compute from the index it hands over with it, found in the same loop: the id
+columns, the set of roles, whether results open their messages and whether each sits in the
+user message right after its call's (pairing in order), told from two counters and two
+flags, not from the blocks' places.
+
+The blocks' places (``(i, j, block)`` of each type, :attr:`Index.by_type`) are what a clean
+history's rules never read: the walk notes only which types are present and leaves the
+grouping to :class:`Grouped`, done the first time a rule reads a type's blocks (a repair, a
+provider's rule that lists them). A block out of the ordinary that needs its place (cache
+breakpoints, an odd server call) finds it by identity in its message.
 
 Anything out of the ordinary (a missing or misshapen key, a call without a name) is left to
 the plain walk: :func:`walked` answers None and the caller walks the history again the plain
@@ -23,15 +31,10 @@ on ordinary and broken histories.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from proxy.core.messages.index import (
-    Index,
-    Located,
-    _marked_inside,
-    _unusual_content,
-    breakpoints,
-)
+from proxy.core.messages.index import Index, Located, _marked_inside, _unusual_content, breakpoints
 from proxy.errors import MalformedHistory
 
 _STR = {str}
@@ -47,62 +50,93 @@ def walked(messages: list[Any]) -> Index | None:
         return None
 
 
-def _walk(messages: list[Any]) -> Index:  # noqa: C901 - one flat loop: a call per block costs more
-    roles, empty, marked, texts_at, texts, calls_at, ids, names, inputs = _columns(9)
-    results_at, answers, thinking_at, odd = _columns(4)
-    others: dict[str, list[Located]] = {}
-    add_role = roles.append
-    lead = True  # every tool_result so far opens its message (pairing's question)
-    follow = True  # every call in an assistant message, result k in a user message after call k's
+def _walk(messages: list[Any]) -> Index:  # noqa: C901, PLR0912 - one flat loop: a call per block costs more
+    roles, empty, marked, odd, texts, ids, names, inputs, answers, thinking = _columns(10)
+    kinds: set[str] = set()  # the types other than the four the loop counts
+    # Pairing's questions: no tool_result after another block of its message (lead); every
+    # call in an assistant message, answered in order by the user message after it (follow).
+    lead = follow = True
+    owed = made = 0  # results the message still owes the previous one's calls; its own calls
     for i, message in enumerate(messages):
-        add_role(role := message["role"])
+        roles.append(role := message["role"])
         content = message["content"]
+        if owed:  # the previous message did not answer as many calls as the one before made
+            follow = False
+        owed, made, other = made, 0, False
         if type(content) is not list or not content:
             _unusual_content(i, content, empty)
             continue
-        for j, block in enumerate(content):
+        for block in content:
             kind = block["type"]
             if kind == "tool_result":
-                # a result after another block opens its message only after results
-                lead = lead and (not j or content[j - 1]["type"] == "tool_result")
-                k = len(results_at)
-                follow = follow and role == "user" and k < len(calls_at) and calls_at[k][0] == i - 1
-                results_at.append((i, j, block))
+                if other:
+                    lead = False
+                if role != "user":
+                    follow = False
+                owed -= 1
                 answers.append(block["tool_use_id"])
                 if "cache_control" in block or type(block.get("content")) is list:
-                    _maybe_mark(i, j, block, marked)
+                    _maybe_mark(i, content, block, marked)
             elif kind == "text":
-                texts_at.append((i, j, block))
+                other = True
                 texts.append(block["text"])
                 if len(block) != 2:  # more than its type and text: perhaps cache_control
-                    _maybe_mark(i, j, block, marked)
+                    _maybe_mark(i, content, block, marked)
             elif kind == "tool_use":
-                follow = follow and role == "assistant"
-                calls_at.append((i, j, block))
+                other = True
+                if role != "assistant":
+                    follow = False
+                made += 1
                 ids.append(block["id"])
                 names.append(block["name"])
                 inputs.append(block["input"])
                 if len(block) != 4:  # more than type, id, name and input
-                    _maybe_mark(i, j, block, marked)
+                    _maybe_mark(i, content, block, marked)
             elif kind == "thinking":
-                thinking_at.append((i, j, block))
+                other = True
+                thinking.append(block)
                 if len(block) != 3:  # more than type, thinking and signature
-                    _maybe_mark(i, j, block, marked)
+                    _maybe_mark(i, content, block, marked)
             else:
-                _other(i, j, block, others, odd)
-                _maybe_mark(i, j, block, marked)
+                other = True
+                _other(i, content, block, kinds, odd)
+                _maybe_mark(i, content, block, marked)
+    present = {"text": texts, "tool_use": ids, "tool_result": answers, "thinking": thinking}
+    kinds.update(kind for kind, found in present.items() if found)
+    columns = (texts, ids, names, inputs, answers, thinking)
+    return _index(
+        messages,
+        roles,
+        columns=columns,
+        kinds=kinds,
+        found=(empty, marked, odd),
+        paired={"results_lead": lead, "results_follow_calls": follow and not owed and not made},
+    )
+
+
+def _index(
+    messages: list[Any],
+    roles: list[Any],
+    *,
+    columns: tuple[list[Any], ...],
+    kinds: set[str],
+    found: tuple[list[Any], ...],
+    paired: dict[str, bool],
+) -> Index:
+    """The index of the walked history, once its columns are checked."""
+    texts, ids, names, inputs, answers, thinking = columns
     role_set = frozenset(roles)  # the rules ask for it; its few members are checked
     _check_columns(role_set, texts, (ids, names, inputs), answers)
-    found = {"text": texts_at, "tool_use": calls_at, "tool_result": results_at}
-    by_type = _by_type({**found, "thinking": thinking_at, **others})
-    blank = _blank(texts_at, texts) if "" in texts or any(map(str.isspace, texts)) else []
-    values = {
+    by_type = Grouped(messages, kinds)
+    blank = _blank(by_type["text"], texts) if not all(texts) or any(map(str.isspace, texts)) else []
+    values: dict[Any, Any] = {
         ("values", "tool_use", "id"): ids,
         ("values", "tool_result", "tool_use_id"): answers,
-        "results_lead": lead,
-        "results_follow_calls": follow and len(results_at) == len(calls_at),
+        ("blocks", "thinking"): thinking,
+        **paired,
         "role_set": role_set,
     }
+    empty, marked, odd = found
     return Index(roles, by_type, empty, blank, marked, odd, _found=values)
 
 
@@ -110,61 +144,115 @@ def _columns(n: int) -> list[list[Any]]:
     return [[] for _ in range(n)]
 
 
-def _by_type(found: dict[str, list[Located]]) -> dict[str, list[Located]]:
-    """The types met, in the order the plain walk meets them (by their first block)."""
-    by_type = {kind: located for kind, located in found.items() if located}
-    if len(by_type) > 1:
-        by_type = dict(sorted(by_type.items(), key=_first_place))
-    return by_type
-
-
 def _check_columns(
     role_set: frozenset[Any], texts: list[Any], calls: tuple[list[Any], ...], answers: list[Any]
 ) -> None:
     """Every role, text and id a string, every call named, with an object input; else a
-    TypeError leaves the history to the plain walk (a shape error, or an odd call)."""
+    TypeError leaves the history to the plain walk (a shape error, or an odd call). A column
+    of strings is checked by joining it: ``str.join`` raises on anything else, in fewer steps
+    than a set of the column's types."""
     ids, names, inputs = calls
-    strings = (role_set, texts, ids, names, answers)
-    if any(column and set(map(type, column)) != _STR for column in strings):
-        raise TypeError("a role, text or id that is no string")
-    if "" in names or (inputs and set(map(type, inputs)) != _DICT):
+    if set(map(type, role_set)) != _STR:
+        raise TypeError("a role that is no string")
+    for column in (texts, ids, names, answers):
+        "".join(column)  # a TypeError for a text or id that is no string
+    if not all(names) or (inputs and set(map(type, inputs)) != _DICT):
         raise TypeError("a call without a name or an object input")
 
 
-def _other(
-    i: int, j: int, block: Any, others: dict[str, list[Located]], odd: list[Located]
-) -> None:
+def _other(i: int, content: list[Any], block: Any, kinds: set[str], odd: list[Located]) -> None:
     """A block of another type (a string), checked as the plain walk checks it: a
     ``server_tool_use`` has a string id, and is odd without a name or an object input."""
     kind = block["type"]
     if type(kind) is not str:
         raise TypeError(kind)  # a shape error: the plain walk says where
-    others.setdefault(kind, []).append((i, j, block))
+    kinds.add(kind)
     if kind == "server_tool_use":
         if type(block.get("id")) is not str:
             raise TypeError(block.get("id"))  # a shape error: the plain walk says where
         name = block.get("name")
         if type(name) is not str or not name or type(block.get("input")) is not dict:
-            odd.append((i, j, block))
+            odd.append((i, _place(content, block), block))
 
 
-def _maybe_mark(i: int, j: int, block: Any, marked: list[tuple[int, int, int]]) -> None:
+def _maybe_mark(i: int, content: list[Any], block: Any, marked: list[tuple[int, int, int]]) -> None:
     """The plain walk's test for a block that may carry cache breakpoints."""
     if "cache_control" in block or (
         type(inner := block.get("content")) is list and _marked_inside(inner)
     ):
-        _mark(i, j, block, marked)
+        marks = breakpoints(block)
+        if marks:
+            marked.append((i, _place(content, block), marks))
 
 
-def _mark(i: int, j: int, block: Any, marked: list[tuple[int, int, int]]) -> None:
-    marks = breakpoints(block)
-    if marks:
-        marked.append((i, j, marks))
+def _place(content: list[Any], block: Any) -> int:
+    """Where ``block`` sits in ``content`` (by identity: two equal blocks are two places)."""
+    for j, other in enumerate(content):
+        if other is block:
+            return j
+    raise ValueError(block)  # never: the block is in its message
 
 
-def _first_place(entry: tuple[str, list[Located]]) -> tuple[int, int]:
-    i, j, _ = entry[1][0]
-    return i, j
+class Grouped(Mapping[str, list[Located]]):
+    """:attr:`Index.by_type` of a history the fast walk checked: which types are present is
+    known, their blocks are grouped when a rule first reads them (one pass over the blocks),
+    the types listed in the order the plain walk meets them (found by walking only as far as
+    the last type's first block)."""
+
+    __slots__ = ("_groups", "_kinds", "_messages", "_order")
+
+    def __init__(self, messages: list[Any], kinds: set[str]) -> None:
+        self._messages = messages
+        self._kinds = kinds
+        self._order: list[str] | None = None
+        self._groups: dict[str, list[Located]] | None = None
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._kinds
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def __iter__(self) -> Iterator[str]:
+        if self._order is None:
+            self._order = _first_met(self._messages, len(self._kinds))
+        return iter(self._order)
+
+    def __getitem__(self, kind: str) -> list[Located]:
+        if kind not in self._kinds:
+            raise KeyError(kind)
+        if self._groups is None:
+            self._groups = _grouped(self._messages)
+        return self._groups[kind]
+
+    def get(self, kind: str, default: Any = None) -> Any:
+        return self[kind] if kind in self._kinds else default
+
+
+def _first_met(messages: list[Any], count: int) -> list[str]:
+    """The first ``count`` block types met, in order (the history holds that many)."""
+    met: dict[str, None] = {}
+    for message in messages:
+        content = message["content"]
+        for block in content if type(content) is list else ():
+            met[block["type"]] = None
+        if len(met) == count:
+            break
+    return list(met)
+
+
+def _grouped(messages: list[Any]) -> dict[str, list[Located]]:
+    """``(i, j, block)`` of every block, by type, in order (of a history the walk checked)."""
+    groups: dict[str, list[Located]] = {}
+    for i, message in enumerate(messages):
+        content = message["content"]
+        for j, block in enumerate(content if type(content) is list else ()):
+            kind = block["type"]
+            if kind in groups:
+                groups[kind].append((i, j, block))
+            else:
+                groups[kind] = [(i, j, block)]
+    return groups
 
 
 def _blank(texts_at: list[Located], texts: list[str]) -> list[tuple[int, int]]:

@@ -17,7 +17,7 @@ suite compares them with the rules run without them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import chain, compress
@@ -44,7 +44,8 @@ class Index:
     """What one walk over a Messages history found. Read-only: rules never change it."""
 
     roles: list[Any]  # the role of every message
-    by_type: dict[str, list[Located]]  # the blocks of each type, in order
+    #: The blocks of each type, in order (a dict; grouped when first read after the fast walk).
+    by_type: Mapping[str, list[Located]]
     empty: list[int]  # messages without content: "", whitespace only, []
     blank: list[tuple[int, int]]  # empty or whitespace-only text blocks
     marked: list[tuple[int, int, int]]  # blocks with cache_control: (i, j, breakpoints)
@@ -60,7 +61,7 @@ class Index:
 
     def has(self, kinds: frozenset[str]) -> bool:
         """Whether some block is of one of ``kinds``."""
-        return not kinds.isdisjoint(self.by_type)
+        return any(map(self.by_type.__contains__, kinds))
 
     def of_any(self, kinds: frozenset[str]) -> list[Located]:
         """The blocks of any of ``kinds``, in order."""
@@ -68,6 +69,14 @@ class Index:
         if len(present) == 1:
             return present[0]
         return sorted(b for found in present for b in found)  # no two blocks share (i, j)
+
+    def blocks(self, kind: str) -> list[Block]:
+        """The blocks of type ``kind``, in order, without their places (made when asked, or
+        handed over by the fast walk, which need not find the places then)."""
+        found = self._found.get(("blocks", kind))
+        if found is None:
+            found = self._found[("blocks", kind)] = column(self.of(kind), 2)
+        return found
 
     def holders(self, kind: str) -> frozenset[int]:
         """The positions of the messages holding a block of type ``kind`` (made when asked)."""

@@ -175,8 +175,7 @@ signatures = st.one_of(
 @given(values=st.lists(signatures, max_size=5))
 def test_signatures_in_one_match_say_what_one_check_a_block_says(values: list[Any]) -> None:
     blocks = [{"type": "thinking", "thinking": "t", "signature": v} for v in values]
-    located = [(0, j, b) for j, b in enumerate(blocks)]
-    assert _all_signed(located) == (not any(_unsigned(b) for b in blocks))
+    assert _all_signed(blocks) == (not any(_unsigned(b) for b in blocks))
 
 
 ids = st.lists(st.text(alphabet="ab_:.-9 ", max_size=6), max_size=4)

@@ -17,13 +17,22 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from proxy.core.messages.fastwalk import walked
-from proxy.core.messages.index import Index, walk
+from proxy.core.engine import sanitize
+from proxy.core.messages.fastwalk import Grouped, walked
+from proxy.core.messages.index import Index, index_of, walk
+from proxy.core.messages.items import Messages
 from proxy.errors import MalformedHistory
-from tests.core.messages.test_properties import BREAKS, SETTINGS, Body, _break, valid_bodies
+from tests.core.messages.test_properties import (
+    BREAKS,
+    POLICIES,
+    SETTINGS,
+    Body,
+    _break,
+    valid_bodies,
+)
 from tests.factories import places
 
 CACHE = {"type": "ephemeral"}
@@ -36,6 +45,7 @@ def _same(fast: Index | None, messages: list[Body]) -> None:
     asked = Index(plain.roles, plain.by_type, [], [], [], [])  # what it finds when asked
     for kind, key in (("tool_use", "id"), ("tool_result", "tool_use_id")):
         assert fast.values(kind, key) == asked.values(kind, key)
+    assert fast.blocks("thinking") == asked.blocks("thinking")
     assert fast.results_lead() == asked.results_lead()
     assert fast.role_set() == asked.role_set()
     assert fast.results_follow_calls() == asked.results_follow_calls()
@@ -66,6 +76,14 @@ def _blank(messages: list[Body], k: int) -> None:
     messages[k % len(messages)]["content"] = " " if k % 2 else []
 
 
+def _empty_text(messages: list[Body], k: int) -> None:
+    """A text block emptied (``""``, or whitespace only): the blank texts rules look for."""
+    texts = [b for m in messages if type(m["content"]) is list for b in m["content"]]
+    texts = [b for b in texts if b["type"] == "text"]
+    if texts:
+        texts[k % len(texts)]["text"] = " \n" if k % 2 else ""
+
+
 def _text_between(messages: list[Body], k: int) -> None:
     """Text between a message's results (its first still a result): results no longer lead."""
     for m in messages[k % len(messages) :]:
@@ -91,6 +109,7 @@ EXTRA = {
     "marked": _marked,
     "odd_server_call": _odd_server_call,
     "blank": _blank,
+    "empty_text": _empty_text,
     "text_between": _text_between,
 }
 
@@ -111,6 +130,18 @@ def test_client_histories_are_walked_fast_into_the_plain_index(
     fast = walked(body["messages"])
     assert fast is not None, "an ordinary history is walked fast"
     _same(fast, body["messages"])
+
+
+@SETTINGS
+@given(body=valid_bodies("anthropic"))
+def test_a_clean_history_is_checked_without_the_places_of_its_blocks(body: Body) -> None:
+    """The rules read a clean history's columns, never its blocks' places: the fast walk's
+    grouping by type (:class:`Grouped`) is never made."""
+    history = Messages.of(body)
+    assume(not sanitize(history, POLICIES["anthropic"], "messages").findings)
+    by_type = index_of(history).by_type
+    assert isinstance(by_type, Grouped)
+    assert by_type._groups is None
 
 
 json_values = st.recursive(
@@ -145,6 +176,19 @@ def test_any_history_is_walked_as_the_plain_walk_walks_it_or_left_to_it(
         return
     if fast is not None:
         _same(fast, messages)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "tool_use", "id": "a", "name": "", "input": {}},
+        {"type": "tool_use", "id": "a", "name": "f", "input": "{}"},
+    ],
+)
+def test_an_odd_call_is_left_to_the_plain_walk(block: Body) -> None:
+    messages = [{"role": "assistant", "content": [block]}]
+    assert walk(messages).odd_calls == [(0, 0, block)]
+    assert walked(messages) is None
 
 
 @pytest.mark.parametrize(

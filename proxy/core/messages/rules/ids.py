@@ -117,9 +117,9 @@ def messages_duplicate_tool_use_id(history: Messages, params: Params) -> list[Hi
     """
     whole = facts(params).ids_unique_per_request
     index = index_of(history)
-    calls = index.of("tool_use")
     if fast.FAST and index.ids_unique():
         return []  # unique in the request, so in each message too
+    calls = index.of("tool_use")
     seen: dict[object, int] = {}
     hits = []
     for i, j, block in calls:

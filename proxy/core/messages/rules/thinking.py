@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from proxy.core.chat.fast import gets
 from proxy.core.messages import index as fast
-from proxy.core.messages.index import column, index_of
+from proxy.core.messages.index import index_of
 from proxy.core.messages.items import THINKING, Block, Messages, blocks, kinds
 from proxy.core.messages.rules.common import (
     facts,
@@ -57,9 +57,10 @@ def messages_unsigned_thinking(history: Messages, params: Params) -> list[Hit]:
     signed_too = params.get("signed_too")
     if not signed_too and not facts(params).signed_thinking:
         return []
-    located = index_of(history).of("thinking")
-    if fast.FAST and not signed_too and _all_signed(located):
+    index = index_of(history)
+    if fast.FAST and not signed_too and _all_signed(index.blocks("thinking")):
         return []
+    located = index.of("thinking")
     return [
         Hit(i, f".content[{j}]", "thinking block without a valid signature", j)
         for i, j, block in located
@@ -71,11 +72,11 @@ def messages_unsigned_thinking(history: Messages, params: Params) -> list[Hit]:
 _BASE64_LINES = re.compile(r"[A-Za-z0-9+/_-]+={0,2}(?:\n[A-Za-z0-9+/_-]+={0,2})*")
 
 
-def _all_signed(located: list[tuple[int, int, Block]]) -> bool:
+def _all_signed(thinking: list[Block]) -> bool:
     """Whether no thinking block is :func:`_unsigned`, read in a few C-level steps: the
     signatures are strings, none short, and joined one a line they are lines of base64 (one
     match, not one per block; no line break inside a signature)."""
-    signatures = gets(column(located, 2), "signature")
+    signatures = gets(thinking, "signature")
     if not signatures:
         return True
     try:
