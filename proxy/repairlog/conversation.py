@@ -73,7 +73,7 @@ def conversation_key(
         start.append(item)
         if isinstance(item, dict) and item.get("role") == "user":
             break
-    return _hex("start", path, scope, *(body.get(key) for key in wire.system_keys), start)
+    return _hex("start", path, scope, *map(body.get, wire.system_keys), start)
 
 
 def client_product(user_agent: bytes | None) -> str | None:

@@ -6,8 +6,8 @@ metrics SDK each costs a ``Measurement``, a context lookup, a view match, a froz
 attributes and a lock, about 6 µs here, a third of what tracing may add to a small request
 (issue 36). :class:`Histograms` keeps the same explicit-bucket histograms (cumulative, as the
 OTLP exporter's default temporality asks) in a dict by attributes, all three updated under one
-lock: each point's measurements are appended to its list and folded into it in C (``min``,
-``max``, ``reduce``, ``Counter``: the same additions in the same order) every :data:`_FOLD`
+lock: each point's measurements are appended to its list and folded into it in C (``reduce``,
+``sorted``, ``max``, ``bisect``: the same additions in the same order) every :data:`_FOLD`
 measurements and before each export. It hands the SDK's ``MetricsData`` to its exporter every
 ``OTEL_METRIC_EXPORT_INTERVAL`` (60 s by default) from a thread of its own, and at shutdown.
 Its plain twin is the SDK's ``MeterProvider``: ``tests/telemetry/test_histograms.py`` records
@@ -19,11 +19,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from bisect import bisect_left
-from collections import Counter
+from bisect import bisect_right
 from collections.abc import Mapping
 from functools import partial, reduce
-from operator import add
+from operator import add, sub
 from time import time_ns
 from typing import Any
 
@@ -101,11 +100,14 @@ class _Point:
             return
         self.count += len(values)
         self.total = reduce(add, values, self.total)
-        self.low = min(self.low, *values)  # as in turn: min keeps the first of equals
-        self.high = max(self.high, *values)
-        buckets = self.buckets
-        for index, count in Counter(map(partial(bisect_left, self.boundaries), values)).items():
-            buckets[index] += count
+        ordered = sorted(values)  # stable: the first of equal lows first, as min keeps it
+        self.low = min(self.low, ordered[0])
+        self.high = max(self.high, *values)  # as in turn: max keeps the first of equals
+        # A measurement's bucket is the first whose boundary it does not pass (the SDK's
+        # bisect_left): how many are at most each boundary, bisected in the sorted values,
+        # less those at most the boundary before.
+        upto = [*map(partial(bisect_right, ordered), self.boundaries), len(ordered)]
+        self.buckets = [*map(add, self.buckets, [upto[0], *map(sub, upto[1:], upto)])]
 
 
 class _Points:

@@ -45,6 +45,8 @@ from opentelemetry.trace import (
 )
 
 SCOPE = InstrumentationScope("toolcall_guard")
+#: A W3C ``traceparent``: version, trace id, parent id, flags (one format call, not three).
+_TRACEPARENT = "00-%032x-%016x-%s"
 SERVER, CLIENT = SpanKind.SERVER, SpanKind.CLIENT
 
 
@@ -92,7 +94,7 @@ class Pending:
 
     def traceparent(self) -> str:
         """The W3C ``traceparent`` naming this span as the parent."""
-        return f"00-{self.trace_id:032x}-{self.span_id:016x}-{'01' if self.sampled else '00'}"
+        return _TRACEPARENT % (self.trace_id, self.span_id, "01" if self.sampled else "00")
 
     def child(self, name: str, kind: SpanKind, attributes: dict[str, Any]) -> Pending:
         return Pending(
@@ -165,6 +167,9 @@ def root(
     """A request's SERVER span: continuing ``parent`` (the client's context) when valid.
     ``fresh``: what ``sampler`` decides for a new trace, when known (``decided(sampler,
     None)``, worked out once)."""
+    if parent is None and fresh is not None:  # a new trace, the sampler plain: mostly
+        trace_id = getrandbits(128) or _trace_id()  # zero is the invalid id (one in 2**128)
+        return Pending(name, SERVER, trace_id, 0, attributes, sampled=fresh)
     remote = get_current_span(parent).get_span_context() if parent is not None else None
     if remote is not None and not remote.is_valid:
         remote = None

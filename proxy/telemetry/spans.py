@@ -58,7 +58,16 @@ _NAME = itemgetter(0)  # a raw header's name
 class RequestTrace:
     """The spans of one request (``state.trace`` while tracing is on)."""
 
-    __slots__ = ("current", "ended", "generative", "reader", "recorded", "server", "tracing")
+    __slots__ = (
+        "context_sent",
+        "current",
+        "ended",
+        "generative",
+        "reader",
+        "recorded",
+        "server",
+        "tracing",
+    )
 
     def __init__(self, tracing: Tracing, state: RequestState) -> None:
         self.tracing = tracing
@@ -70,6 +79,8 @@ class RequestTrace:
                 for k, v in headers
                 if k in _CONTEXT_HEADERS
             }
+        #: Whether the client sent a trace context (its forwarded headers carry it, then).
+        self.context_sent = sent is not None
         method, path = state.scope["method"], state.log.path
         self.server = root(
             tracing.sampler,
@@ -95,7 +106,7 @@ class RequestTrace:
         if self.current is not None:
             self._end_client(state, final=False)
         if not self.recorded:  # sampled out: the upstream still continues the trace
-            return _continued(headers, self.server.child("", CLIENT, {}))
+            return _continued(headers, self.server.child("", CLIENT, {}), self.context_sent)
         index = len(state.attempts) - 1 if state.attempts else None
         wire = WIRES.get(state.api) if state.api is not None else None
         model = state.log.model or ""
@@ -113,7 +124,7 @@ class RequestTrace:
         if wire is not None and index is not None and self.tracing.content:
             span.attributes |= _content(state, wire, state.attempts[index].forwarded)
         self.current = (span, index, perf_counter())
-        return _continued(headers, span)
+        return _continued(headers, span, self.context_sent)
 
     def reading(self, sse: bool) -> Callable[[bytes], None] | None:
         """What to feed the answer the client gets, chunk by chunk as it is relayed (``sse``:
@@ -219,13 +230,11 @@ def _repair(span: Pending, finding: dict[str, Any]) -> None:
     )
 
 
-def _continued(headers: RawHeaders, span: Pending) -> RawHeaders:
+def _continued(headers: RawHeaders, span: Pending, replaced: bool) -> RawHeaders:
     """``headers`` with the trace context naming ``span`` as the parent (the client's own
-    ``traceparent``/``tracestate`` replaced, not sent twice)."""
-    if _CONTEXT_HEADERS.isdisjoint(map(_NAME, headers)):
-        sent = list(headers)
-    else:
-        sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS]
+    ``traceparent``/``tracestate``, when it sent them (``replaced``), replaced, not sent
+    twice: the headers forwarded are the client's and the upstream's key)."""
+    sent = [(k, v) for k, v in headers if k not in _CONTEXT_HEADERS] if replaced else [*headers]
     sent.append((b"traceparent", span.traceparent().encode()))
     if span.trace_state:
         sent.append((b"tracestate", span.trace_state.to_header().encode("latin-1")))
