@@ -82,8 +82,14 @@ class Index:
         self._set(messages, {"tool": tools, "assistant": assistant, "user": user, **other})
         self.callers = callers
         self.odd_content = odd
-        cached.seed(self, "call_lists", lists)
-        cached.seed(self, "assistant_callers", not stray)
+        self._learnt(lists, stray)
+
+    def _learnt(self, lists: list[Any], stray: bool) -> None:
+        """Set the caller views the pass learnt, as the cached views set themselves (a history
+        without callers has nothing to spare there)."""
+        if self.callers:
+            self.call_lists = lists
+            self.assistant_callers = not stray
 
     def _set(
         self,
