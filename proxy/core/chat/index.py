@@ -47,6 +47,10 @@ class Index:
         # and hashing one per message costs more than comparing it with a literal or two.
         # It also checks what every policy needs (a string ``role`` on every object), where a
         # clean history pays nothing for it: a message that is no object fails its lookup.
+        # Two views are learnt on the way, for less than a pass of their own would cost: the
+        # callers' ``tool_calls`` and whether only assistant messages make calls.
+        lists: list[Any] = []
+        stray = False
         for i, message in enumerate(messages):
             try:
                 role = message["role"]
@@ -54,10 +58,13 @@ class Index:
                 raise _malformed(i, message) from None
             if role == "tool":
                 tools.append(i)
+            elif role == "assistant":
+                assistant.append(i)
+                if "tool_calls" in message:
+                    callers.append(i)
+                    lists.append(message["tool_calls"])
             else:
-                if role == "assistant":
-                    assistant.append(i)
-                elif role == "user":
+                if role == "user":
                     user.append(i)
                 elif type(role) is str:
                     group = other.get(role)
@@ -69,12 +76,23 @@ class Index:
                     raise _malformed(i, message)
                 if "tool_calls" in message:
                     callers.append(i)
+                    lists.append(message["tool_calls"])
+                    stray = True
+            # Null (a call turn's usual content) fails the first test, and skips the second.
             content = message.get("content")
-            if type(content) is not str or not content:
+            if not content or type(content) is not str:
                 odd.append(i)
         self._set(messages, {"tool": tools, "assistant": assistant, "user": user, **other})
         self.callers = callers
         self.odd_content = odd
+        self._learnt(lists, stray)
+
+    def _learnt(self, lists: list[Any], stray: bool) -> None:
+        """Set the caller views the pass learnt, as the cached views set themselves (a history
+        without callers has nothing to spare there)."""
+        if self.callers:
+            self.call_lists = lists
+            self.assistant_callers = not stray
 
     def _set(
         self,
@@ -149,14 +167,19 @@ class Index:
         return fast.values(self.caller_messages, "tool_calls")
 
     @cached
+    def assistant_callers(self) -> bool:
+        """Whether every caller is an assistant message (the pass over the messages learns it;
+        an index pieced together by an edit looks)."""
+        return fast.only(fast.values(self.caller_messages, "role"), ("assistant",))
+
+    @cached
     def regular(self) -> bool:
         """Whether every caller is an assistant message whose ``tool_calls`` is a list.
 
         Fast paths over the calls need a regular history and leave the rare others to their
         exact per-message scans.
         """
-        roles = fast.values(self.caller_messages, "role")
-        return fast.types(self.call_lists) <= {list} and fast.only(roles, ("assistant",))
+        return self.assistant_callers and fast.types(self.call_lists) <= {list}
 
     @cached
     def empty_call_list(self) -> bool:

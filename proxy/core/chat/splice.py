@@ -34,7 +34,14 @@ Changes = dict[str, tuple[list[Message], list[Message]]]
 
 #: The lazily computed views of an index that depend only on its callers (carried when the
 #: callers are the same messages, in the same order).
-_CALLER_VIEWS = ("caller_messages", "call_lists", "regular", "calls", "empty_call_list")
+_CALLER_VIEWS = (
+    "caller_messages",
+    "assistant_callers",
+    "call_lists",
+    "regular",
+    "calls",
+    "empty_call_list",
+)
 #: The lazily computed views of an index that depend only on its tool messages (carried when
 #: they are the same messages, in the same order).
 _TOOL_VIEWS = ("answer_ids",)

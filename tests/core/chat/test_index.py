@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.core.chat.index import CallFacts
+from proxy.core.chat.index import CallFacts, Index
 from proxy.core.chat.messages import History, Message
 from proxy.core.chat.rules import PIPELINE, arguments, views
 from proxy.core.chat.rules.blocks import well_paired
@@ -204,12 +204,24 @@ def _check_all(messages: list[Message]) -> None:
     assert list(index.tool_messages) == [messages[i] for i in index.tools]
     assert list(index.caller_messages) == [messages[i] for i in callers]
     assert index.call_lists == [messages[c]["tool_calls"] for c in callers]
+    assert index.assistant_callers == all(messages[c]["role"] == "assistant" for c in callers)
     regular = _naive_regular(messages, callers)
     assert index.regular == regular
+    _check_pieced(index)
     flat = [call for c in callers for call in messages[c]["tool_calls"]] if regular else None
     assert index.calls == flat
     assert views.call_facts(history) == _naive_facts(messages, callers)
     assert well_paired(history) == _naive_well_paired(messages)
+
+
+def _check_pieced(index: Index) -> None:
+    """An index pieced together from the pass's parts (as an edit makes one) computes the
+    views the pass learnt on the way, and finds what the pass did."""
+    positions = {"tool": index.tools, **index.positions}
+    pieced = Index.of_parts(index.messages, positions, index.callers, index.odd_content)
+    assert pieced.call_lists == index.call_lists
+    assert pieced.assistant_callers == index.assistant_callers
+    assert pieced.regular == index.regular
 
 
 @FUZZ
