@@ -152,10 +152,11 @@ def scan(contents: list[Item], check: Check | None = None, name: str = "contents
         for i, content in enumerate(contents):  # not objects where objects belong: say which
             check(content, f"{name}[{i}]")
         raise
+    usual = only(sent, _USUAL)  # compared once: each role is a fresh string (no cached hash)
     if check is not None:
-        for i in _irregular(sent, unusual):
+        for i in unusual if usual else _irregular(sent, unusual):
             check(contents[i], f"{name}[{i}]")
-    return indexed(sent, calls, responses, unusual)
+    return indexed(sent, calls, responses, unusual, usual=usual)
 
 
 def walk(contents: list[Item]) -> tuple[list[Any], Sizes, Sizes, list[int]]:
@@ -235,21 +236,22 @@ def ordinary_value(kind: int, value: Any) -> bool:
 
 
 def _irregular(sent: list[Any], unusual: list[int]) -> list[int]:
-    """The contents a request's check reads: the unusual ones and those sent with a role other
-    than user and model, in order."""
-    if only(sent, _USUAL):
-        return unusual
+    """The contents a request's check reads when some role is neither user nor model: the
+    unusual ones and those sent with another role, in order."""
     return sorted({*unusual, *(i for i, role in enumerate(sent) if role not in _USUAL)})
 
 
 _USUAL = ("user", "model")
 
 
-def indexed(sent: list[Any], calls: Sizes, responses: Sizes, unusual: list[int]) -> Index:
+def indexed(
+    sent: list[Any], calls: Sizes, responses: Sizes, unusual: list[int], usual: bool | None = None
+) -> Index:
     """The index of contents sent with roles ``sent``, where the contents holding
     functionCall and functionResponse parts hold ``calls`` and ``responses`` of them (keys
-    in order), and the ``unusual`` ones are out of the ordinary (what :func:`walk` found)."""
-    if only(sent, _USUAL):
+    in order), and the ``unusual`` ones are out of the ordinary (what :func:`walk` found).
+    ``usual``: whether every role is user or model, when the caller knows."""
+    if only(sent, _USUAL) if usual is None else usual:
         roles = sent
         seen = frozenset(role for role in _USUAL if role in sent)
     else:
