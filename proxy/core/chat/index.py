@@ -25,6 +25,17 @@ def _malformed(i: int, message: Any) -> MalformedHistory:
     return MalformedHistory(f"messages[{i}].role must be a string.", f"messages[{i}].role")
 
 
+def _group(other: dict[str, list[int]], i: int, message: Any, role: Any) -> None:
+    """Message ``i`` into the group of its role (system, developer…: a few messages at most)."""
+    if type(role) is not str:
+        raise _malformed(i, message)
+    group = other.get(role)
+    if group is None:
+        other[role] = [i]
+    else:
+        group.append(i)
+
+
 class Index:
     """What one pass over a history learns, so that rules skip clean histories cheaply.
 
@@ -66,14 +77,8 @@ class Index:
             else:
                 if role == "user":
                     user.append(i)
-                elif type(role) is str:
-                    group = other.get(role)
-                    if group is None:
-                        other[role] = [i]
-                    else:
-                        group.append(i)
                 else:
-                    raise _malformed(i, message)
+                    _group(other, i, message, role)
                 if "tool_calls" in message:
                     callers.append(i)
                     lists.append(message["tool_calls"])
