@@ -52,9 +52,11 @@ def _missing(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """One headless chromium for the session."""
+    """One headless chromium for the viewer's tests. Package-scoped: sync Playwright keeps an
+    event loop running on the main thread while it is open, and ``asyncio.run`` in any test
+    collected after these would fail."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         _missing(f"chromium is not installed ({CHROMIUM}); apt-get install chromium")
     try:
