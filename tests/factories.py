@@ -37,6 +37,22 @@ def places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
+def swapped(value: Any, pick: int, new: Any, drop: bool) -> Any:
+    """A deep copy of the JSON value ``value`` with one value inside it (the ``pick``-th of
+    :func:`places`, never ``value`` itself) replaced by ``new``, or dropped from its object."""
+    out = copy.deepcopy(value)
+    spots = places(out)[1:]
+    *parent_path, last = spots[pick % len(spots)]
+    parent: Any = out
+    for step in parent_path:
+        parent = parent[step]
+    if drop and type(parent) is dict:
+        del parent[last]
+    else:
+        parent[last] = new
+    return out
+
+
 def sanitize_chat(
     messages: list[Message], policy: Policy, request: dict[str, Any] | None = None
 ) -> Outcome:

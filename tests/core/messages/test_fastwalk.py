@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -33,7 +32,7 @@ from tests.core.messages.test_properties import (
     _break,
     valid_bodies,
 )
-from tests.factories import places
+from tests.factories import swapped
 
 CACHE = {"type": "ephemeral"}
 
@@ -158,16 +157,7 @@ json_values = st.recursive(
 def test_any_history_is_walked_as_the_plain_walk_walks_it_or_left_to_it(
     body: Body, pick: int, new: Any, drop: bool
 ) -> None:
-    messages = copy.deepcopy(body["messages"])
-    spots = places(messages)[1:]
-    *parent_path, last = spots[pick % len(spots)]
-    parent: Any = messages
-    for step in parent_path:
-        parent = parent[step]
-    if drop and type(parent) is dict:
-        del parent[last]
-    else:
-        parent[last] = new
+    messages = swapped(body["messages"], pick, new, drop)
     fast = walked(messages)
     try:
         walk(messages)

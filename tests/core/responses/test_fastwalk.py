@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -27,7 +26,7 @@ from proxy.core.responses.items import CALLS, OUTPUTS, Items
 from proxy.errors import MalformedHistory
 from tests.core.responses.test_index import histories
 from tests.core.responses.test_properties import PROPERTIES, valid_bodies
-from tests.factories import places
+from tests.factories import swapped
 
 Body = dict[str, Any]
 #: The kinds whose ``call_id`` and ``output`` the rules ask the index about.
@@ -96,16 +95,7 @@ json_values = st.recursive(
 def test_any_history_is_walked_as_the_plain_walk_walks_it_or_left_to_it(
     body: Body, pick: int, new: Any, drop: bool
 ) -> None:
-    items = copy.deepcopy(body["input"])
-    spots = places(items)[1:]
-    *parent_path, last = spots[pick % len(spots)]
-    parent: Any = items
-    for step in parent_path:
-        parent = parent[step]
-    if drop and type(parent) is dict:
-        del parent[last]
-    else:
-        parent[last] = new
+    items = swapped(body["input"], pick, new, drop)
     fast = walked(items)
     if walk(items) is None:  # an item no object, or its type neither a string nor absent
         assert fast is None
