@@ -168,8 +168,7 @@ def root(
     ``fresh``: what ``sampler`` decides for a new trace, when known (``decided(sampler,
     None)``, worked out once)."""
     if parent is None and fresh is not None:  # a new trace, the sampler plain: mostly
-        trace_id = getrandbits(128) or _trace_id()  # zero is the invalid id (one in 2**128)
-        return Pending(name, SERVER, trace_id, 0, attributes, sampled=fresh)
+        return Pending(name, SERVER, _trace_id(), 0, attributes, sampled=fresh)
     remote = get_current_span(parent).get_span_context() if parent is not None else None
     if remote is not None and not remote.is_valid:
         remote = None
